@@ -1,0 +1,69 @@
+"""The ``HarmPolicy`` schema: what "harmful" means, and how detectors must answer."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Protocol(_Strict):
+    """The tiny strict answer protocol: ``{"verdict": "harmful"|"harmless"}``."""
+
+    field: Literal["verdict"] = "verdict"
+    allowed: tuple[Literal["harmful"], Literal["harmless"]] = ("harmful", "harmless")
+    fail_closed: Literal[True] = True
+
+
+class PrecheckConfig(_Strict):
+    """Cheap pre-check: which rule sets run, and the score that blocks early."""
+
+    signals: tuple[str, ...] = ()
+    rulesets: tuple[str, ...] = ()
+    block_score: float = Field(default=1.0, gt=0)
+
+
+class DetectorSpec(_Strict):
+    """One detector of the quorum.
+
+    ``kind`` picks the implementation (``rules``, ``lexical``, ``semantic``,
+    ``openai``, ``anthropic``, ``ollama``, ``canary-probe``, ``static``);
+    ``options`` is passed to it verbatim.
+    """
+
+    name: str
+    kind: str
+    timeout_s: float = Field(default=30.0, gt=0)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class Quorum(_Strict):
+    detectors: tuple[DetectorSpec, ...]
+    required: int = Field(default=2, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> Quorum:
+        names = [d.name for d in self.detectors]
+        if len(set(names)) != len(names):
+            raise ValueError("detector names must be unique within a quorum")
+        if self.required > len(self.detectors):
+            raise ValueError("quorum.required exceeds the number of detectors")
+        return self
+
+
+class HarmPolicy(_Strict):
+    """A versioned harm policy (one YAML file in ``policies/``)."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    version: str
+    harm_definition: str
+    input_description: str
+    precheck: PrecheckConfig = PrecheckConfig()
+    detector_guidance: tuple[str, ...] = ()
+    protocol: Protocol = Protocol()
+    quorum: Quorum
+    sha256: str = ""

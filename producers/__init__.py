@@ -1,0 +1,1 @@
+"""Producers turn outside sources (files, stdin, registries, mail) into submitted artifacts."""

@@ -1,0 +1,44 @@
+"""The Celery app factory: crash-safe defaults, an eager mode for the embedded default."""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from worker.settings import Settings
+
+
+def create_app(settings: Settings, eager: bool | None = None) -> Celery:
+    """Build the Celery app. ``eager`` runs the same task graph in-process."""
+    eager = settings.embedded if eager is None else eager
+    if eager:
+        broker, backend = "memory://", "cache+memory://"
+    else:
+        broker, backend = settings.require_broker(), settings.backend_url()
+    app = Celery("canary", broker=broker, backend=backend, include=["worker.tasks"])
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_soft_time_limit=settings.soft_time_limit_s,
+        task_time_limit=settings.hard_time_limit_s,
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout},
+        result_backend_transport_options={"visibility_timeout": settings.visibility_timeout},
+        result_expires=settings.result_expires_s,
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        task_default_queue=settings.task_queue,
+        task_send_sent_event=True,
+        worker_send_task_events=True,
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+        beat_schedule={
+            "canary-sweep": {"task": "canary.sweep", "schedule": settings.sweep_interval_s},
+        },
+        task_always_eager=eager,
+        task_eager_propagates=eager,
+    )
+    app.canary_settings = settings  # type: ignore[attr-defined]
+    import worker.tasks  # noqa: F401  (registers the shared tasks on this app)
+
+    return app

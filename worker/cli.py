@@ -1,0 +1,244 @@
+"""``canary``: scan (embedded default), submit/status (broker), worker, beat, sweep, flower, eval."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(
+    name="canary",
+    help="Canary Gate: classify untrusted artifacts before an AI agent reads them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+PolicyOpt = Annotated[
+    list[str] | None,
+    typer.Option("--policy", "-p", help="Policy id or YAML path; repeat to gate under several."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
+
+
+def _usage(message: str) -> typer.Exit:
+    typer.echo(f"canary: {message}", err=True)
+    return typer.Exit(2)
+
+
+def _policies(policy: list[str] | None) -> list[str]:
+    from policies import PolicyError, load_policy
+
+    chosen = policy or ["prompt-injection"]
+    for ref in chosen:
+        try:
+            load_policy(ref)
+        except PolicyError as exc:
+            raise _usage(str(exc)) from exc
+    return chosen
+
+
+def _settings() -> Any:
+    from pydantic import ValidationError
+
+    from worker.settings import Settings
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise _usage(f"invalid settings: {exc.errors()[0]['msg']}") from exc
+
+
+def _inputs(paths: list[str]) -> list[str]:
+    from producers.files import InputError, expand_paths
+
+    try:
+        expanded = expand_paths(paths)
+    except InputError as exc:
+        raise _usage(str(exc)) from exc
+    if not expanded:
+        raise _usage("no input files")
+    return expanded
+
+
+@app.command()
+def scan(
+    paths: Annotated[list[str], typer.Argument(help="Files, folders, or - for stdin.")],
+    policy: PolicyOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Gate files now with the embedded default (no services needed).
+
+    Exit 0 when everything was allowed, 1 when anything was quarantined or sent to review.
+    """
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from producers.files import read_inputs
+    from worker.embedded import EmbeddedGate
+
+    policies = _policies(policy)
+    names = _inputs(paths)
+    gate = EmbeddedGate(_settings())
+    err = Console(stderr=True)
+    rows: list[tuple[str, Any]] = []
+    with Progress(console=err, transient=True, disable=len(names) < 2 or not err.is_terminal) as bar:
+        task = bar.add_task("gating", total=len(names))
+        for name, data in read_inputs(names):
+            submitted = gate.submit(data, policies, source=name)
+            rows.extend((name, g) for g in submitted.gates)
+            bar.advance(task)
+    blocked = any(g.status != "allow" for _, g in rows)
+    if json_out:
+        for _, g in rows:
+            typer.echo(g.report or json.dumps({"gate_id": g.id, "status": g.status}))
+    else:
+        _print_table(rows)
+    raise typer.Exit(1 if blocked else 0)
+
+
+def _print_table(rows: list[tuple[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    colours = {"allow": "green", "quarantine": "red", "review": "yellow"}
+    table = Table(title="Canary Gate decisions")
+    for column in ("artifact", "policy", "decision", "reason", "bytes", "gate"):
+        table.add_column(column, overflow="fold")
+    for name, g in rows:
+        colour = colours.get(g.status, "white")
+        table.add_row(name, g.policy_id, f"[{colour}]{g.status}[/]", g.reason or "", str(g.size), g.id[:12])
+    Console().print(table)
+    counts = {s: sum(1 for _, g in rows if g.status == s) for s in ("allow", "quarantine", "review")}
+    Console().print(", ".join(f"{n} {s}" for s, n in counts.items()))
+
+
+@app.command()
+def submit(
+    paths: Annotated[list[str], typer.Argument(help="Files, folders, or - for stdin.")],
+    policy: PolicyOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Store artifacts, create their gates and enqueue them on the configured broker."""
+    from producers.files import read_inputs
+    from producers.intake import submit_artifact
+    from worker.app import create_app
+    from worker.core.errors import ConfigError
+    from worker.runtime import build_runtime
+
+    policies = _policies(policy)
+    names = _inputs(paths)
+    settings = _settings()
+    try:
+        celery_app = create_app(settings, eager=False)
+    except ConfigError as exc:
+        raise _usage(str(exc)) from exc
+    rt = build_runtime(settings, role="producer")
+    with celery_app.producer_or_acquire() as producer:
+
+        def enqueue(gate_id: str) -> None:
+            celery_app.send_task("canary.precheck", (gate_id,), producer=producer)
+
+        for name, data in read_inputs(names):
+            submitted = submit_artifact(rt, data, policies, enqueue, source=name)
+            for gate, new in zip(submitted.gates, submitted.created, strict=True):
+                if json_out:
+                    out = {"gate_id": gate.id, "policy": gate.policy_id, "sha256": gate.sha256}
+                    typer.echo(json.dumps(out | {"source": name, "status": gate.status, "new": new}))
+                else:
+                    typer.echo(f"{gate.id}\t{gate.policy_id}\t{gate.status}\t{name}")
+
+
+@app.command()
+def status(
+    gate_ids: Annotated[list[str], typer.Argument(help="Gate ids.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Show the state of gates (pending, running, allow, quarantine, review)."""
+    from worker.db import GateRepo, make_engine
+
+    repo = GateRepo(make_engine(_settings().sqlalchemy_url))
+    found = repo.get_many(gate_ids)
+    missing = False
+    for gid in gate_ids:
+        gate = found.get(gid)
+        if gate is None:
+            missing = True
+            out: dict[str, Any] = {"gate_id": gid, "status": "unknown"}
+        else:
+            out = {"gate_id": gid, "status": gate.status, "policy": gate.policy_id, "attempts": gate.attempts}
+            if gate.report:
+                out["report"] = json.loads(gate.report)
+        if json_out:
+            typer.echo(json.dumps(out))
+        else:
+            typer.echo(f"{gid}\t{out['status']}\t{out.get('policy', '')}")
+    if missing:
+        raise typer.Exit(1)
+
+
+def _celery(argv: list[str]) -> None:
+    from worker.app import create_app
+    from worker.core.errors import ConfigError
+    from worker.logs import configure_logging
+
+    settings = _settings()
+    configure_logging()
+    try:
+        celery_app = create_app(settings, eager=False)
+    except ConfigError as exc:
+        raise _usage(str(exc)) from exc
+    celery_app.start(argv)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def worker(
+    ctx: typer.Context,
+    concurrency: Annotated[int, typer.Option(help="Worker processes (prefork pool).")] = 2,
+    loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
+) -> None:
+    """Start a Celery worker (prefork pool) consuming the gate queue."""
+    settings = _settings()
+    argv = ["worker", f"--concurrency={concurrency}", "--pool=prefork", f"--loglevel={loglevel}"]
+    _celery(argv + ["-Q", settings.task_queue, "-E", *ctx.args])
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def beat(ctx: typer.Context) -> None:
+    """Start Celery beat (schedules the stuck-gate sweeper)."""
+    _celery(["beat", "--loglevel=INFO", *ctx.args])
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def flower(ctx: typer.Context) -> None:
+    """Start Flower (basic auth from FLOWER_BASIC_AUTH)."""
+    _celery(["flower", *ctx.args])
+
+
+@app.command()
+def sweep(json_out: JsonOpt = False) -> None:
+    """Run the stuck-gate sweeper once."""
+    from worker.app import create_app
+    from worker.runtime import build_runtime
+    from worker.sweeper import sweep as run_sweep
+
+    settings = _settings()
+    rt = build_runtime(settings, role="sweeper")
+    if settings.embedded:
+        from worker.embedded import EmbeddedGate
+
+        gate = EmbeddedGate(settings)
+        counts = run_sweep(gate.rt, gate.run)
+    else:
+        celery_app = create_app(settings, eager=False)
+        counts = run_sweep(rt, lambda gid: celery_app.send_task("canary.precheck", (gid,)))
+    typer.echo(json.dumps(counts) if json_out else ", ".join(f"{k}={v}" for k, v in counts.items()))
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)

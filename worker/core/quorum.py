@@ -1,0 +1,50 @@
+"""Quorum: k of n valid votes decide; everything else goes to a human. Fail closed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from worker.core.models import Decision, PrecheckResult, Vote
+
+
+def decide_quorum(
+    precheck: PrecheckResult,
+    votes: Sequence[Vote],
+    required: int,
+    expected: Sequence[str] = (),
+) -> tuple[Decision, str]:
+    """Apply the gate's decision rule.
+
+    - pre-check harmful -> quarantine
+    - at least ``required`` valid harmful votes -> quarantine
+    - at least ``required`` valid harmless votes -> allow
+    - anything else (ties, invalid votes, missing detectors) -> review
+
+    A vote counts only once per detector name and only if it names a detector
+    in ``expected`` (when given): duplicates or strangers never add up to a
+    quorum. Invalid votes (error, malformed, partial coverage) never count as
+    harmless.
+    """
+    if precheck.verdict == "harmful":
+        rules = sorted({e.rule_id for e in precheck.evidence})
+        return "quarantine", "pre-check: " + (", ".join(rules[:5]) or "harmful")
+    allowed = set(expected)
+    seen: set[str] = set()
+    harmful = harmless = invalid = 0
+    for vote in votes:
+        if vote.detector in seen or (allowed and vote.detector not in allowed):
+            continue
+        seen.add(vote.detector)
+        if not vote.valid:
+            invalid += 1
+        elif vote.verdict == "harmful":
+            harmful += 1
+        else:
+            harmless += 1
+    missing = len(allowed - seen)
+    tally = f"{harmful} harmful, {harmless} harmless, {invalid} invalid, {missing} missing"
+    if harmful >= required:
+        return "quarantine", f"quorum harmful ({tally}; need {required})"
+    if harmless >= required:
+        return "allow", f"quorum harmless ({tally}; need {required})"
+    return "review", f"no quorum ({tally}; need {required})"

@@ -1,0 +1,85 @@
+"""One ``Settings`` object, prefix ``CANARY_``, built once at an entry point.
+
+With nothing set, the embedded default is used: SQLite and local folders under
+``CANARY_DATA_DIR`` and an in-process (eager) run of the same Celery tasks.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from worker.core.errors import ConfigError
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CANARY_", extra="ignore")
+
+    broker_url: str | None = None
+    result_backend: str | None = None
+    database_url: str | None = None
+    s3_endpoint_url: str | None = None
+    object_store: Literal["auto", "s3", "local"] = "auto"
+    artifact_bucket: str = "canary-artifacts"
+    quarantine_bucket: str = "canary-quarantine"
+    data_dir: Path = Path(".canary")
+
+    allowed_queue: str = "canary.allowed"
+    review_queue: str = "canary.review"
+    task_queue: str = "canary.gate"
+
+    gate_deadline_s: float = Field(default=900.0, gt=0)
+    max_attempts: int = Field(default=3, ge=1)
+    requeue_after_s: float = Field(default=120.0, gt=0)
+    soft_time_limit_s: float = Field(default=60.0, gt=0)
+    hard_time_limit_s: float = Field(default=90.0, gt=0)
+    visibility_timeout_s: float | None = None
+    sweep_interval_s: float = Field(default=30.0, gt=0)
+    result_expires_s: int = Field(default=86400, gt=0)
+    metrics_port: int = 0
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
+        if self.hard_time_limit_s <= self.soft_time_limit_s:
+            raise ValueError("hard_time_limit_s must exceed soft_time_limit_s")
+        if self.visibility_timeout_s is not None and self.visibility_timeout_s <= self.hard_time_limit_s:
+            raise ValueError("visibility_timeout_s must exceed hard_time_limit_s")
+        if self.result_backend and not self.broker_url:
+            raise ValueError("CANARY_RESULT_BACKEND needs CANARY_BROKER_URL")
+        return self
+
+    @property
+    def embedded(self) -> bool:
+        """No broker configured: run the task graph in-process."""
+        return self.broker_url is None
+
+    @property
+    def visibility_timeout(self) -> float:
+        return self.visibility_timeout_s or self.hard_time_limit_s + 60.0
+
+    @property
+    def use_s3(self) -> bool:
+        if self.object_store == "auto":
+            return self.s3_endpoint_url is not None
+        return self.object_store == "s3"
+
+    @cached_property
+    def sqlalchemy_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'canary.db').resolve()}"
+
+    def require_broker(self) -> str:
+        if not self.broker_url:
+            raise ConfigError(
+                "CANARY_BROKER_URL is not set: `canary submit`/`worker` need a broker "
+                "(e.g. redis://127.0.0.1:6379/0). Use `canary scan` for the embedded default."
+            )
+        return self.broker_url
+
+    def backend_url(self) -> str:
+        return self.result_backend or self.require_broker()
