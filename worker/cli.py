@@ -180,12 +180,14 @@ def status(
 
 
 def _celery(argv: list[str]) -> None:
+    import logging
+
     from worker.app import create_app
     from worker.core.errors import ConfigError
     from worker.logs import configure_logging
 
     settings = _settings()
-    configure_logging()
+    configure_logging(logging.INFO)
     try:
         celery_app = create_app(settings, eager=False)
     except ConfigError as exc:
@@ -238,6 +240,11 @@ def sweep(json_out: JsonOpt = False) -> None:
 
 
 def main() -> None:
+    import logging
+
+    from worker.logs import configure_logging
+
+    configure_logging(logging.WARNING)
     try:
         app()
     except KeyboardInterrupt:

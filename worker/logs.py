@@ -22,5 +22,5 @@ def configure_logging(level: int = logging.INFO, json_logs: bool | None = None) 
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=True,
+        cache_logger_on_first_use=False,
     )

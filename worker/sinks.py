@@ -57,5 +57,4 @@ class KombuSink:
             declare=[self.queue],
             delivery_mode=2,
             message_id=message_id,
-            content_type="application/json",
         )

@@ -1,0 +1,204 @@
+"""Coordination benchmark: gates/s and per-gate overhead with trivial detectors.
+
+Real parts: Redis broker + result backend, Postgres gate rows, `canary worker`
+processes (prefork). Detectors are the fixed-answer `static` kind, so what is
+measured is the spine: intake, pre-check task, chord of 3 detect tasks, quorum
+callback, routing, audit.
+
+    python tests/benchmarks/bench_gates.py [--gates 1000] [--workers 1 2] [--s3]
+
+Prints, per worker count: saturated throughput (gates/s), worker CPU-time per
+gate, and the p50/p95 end-to-end latency of a gate submitted alone (= pure
+coordination overhead, since the detectors do no work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.integration.services import (  # noqa: E402
+    check_postgres,
+    check_redis,
+    database_url,
+    free_port,
+    redis_url,
+    start_moto_server,
+    stop_process,
+)
+
+POLICY = str(ROOT / "tests" / "fixtures" / "policies" / "trivial.yaml")
+
+
+def reset(env: dict[str, str]) -> None:
+    import redis
+    from sqlalchemy import text
+
+    from worker.db import make_engine
+
+    for url in (env["CANARY_BROKER_URL"], env["CANARY_RESULT_BACKEND"]):
+        redis.Redis.from_url(url).flushdb()
+    engine = make_engine(env["CANARY_DATABASE_URL"])
+    with engine.begin() as conn:
+        conn.execute(text("TRUNCATE gates, submissions, audit_events"))
+    engine.dispose()
+
+
+def start_worker(env: dict[str, str], workers: int, log: Path) -> subprocess.Popen[bytes]:
+    fh = log.open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "worker", "worker", f"--concurrency={workers}", "--loglevel=WARNING",
+         "--without-mingle", "--without-gossip"],
+        cwd=ROOT, env={**os.environ, **env}, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    return proc
+
+
+def wait_all(repo, ids: list[str], timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        gates = repo.get_many(ids)
+        if all(g.terminal for g in gates.values()) and len(gates) == len(ids):
+            return
+        time.sleep(0.05)
+    raise TimeoutError("gates did not finish")
+
+
+def first_running(repo):
+    from sqlalchemy import text
+
+    with repo.engine.connect() as conn:
+        return conn.execute(text("SELECT min(at) FROM audit_events WHERE event = 'running'")).scalar_one()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User+system CPU of a process and its children (the prefork pool), from /proc."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    pids = [pid] + [int(p) for p in subprocess.run(
+        ["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()]
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError):
+            pass
+    return total
+
+
+def run(env: dict[str, str], workers: int, n: int, alone: int, tmp: Path) -> dict[str, float]:
+    from celery import Celery
+
+    from producers.intake import submit_artifact
+    from worker.runtime import build_runtime
+    from worker.settings import Settings
+
+    os.environ.update(env)
+    reset(env)
+    settings = Settings()
+    rt = build_runtime(settings, role="bench")
+    app = Celery(broker=env["CANARY_BROKER_URL"])
+    with app.producer_or_acquire() as producer:
+        def enqueue(gid: str) -> None:
+            app.send_task("canary.precheck", (gid,), producer=producer, queue=settings.task_queue)
+
+        t0 = time.perf_counter()
+        ids = [submit_artifact(rt, f"bench artifact {i}".encode(), [POLICY], enqueue).gates[0].id
+               for i in range(n)]
+        intake_s = time.perf_counter() - t0
+
+        proc = start_worker(env, workers, tmp / f"worker-{workers}.log")
+        try:
+            deadline = time.monotonic() + 60
+            while b"ready" not in (tmp / f"worker-{workers}.log").read_bytes() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            cpu0 = cpu_seconds(proc.pid)
+            wait_all(rt.repo, ids)
+            cpu1 = cpu_seconds(proc.pid)
+            gates = rt.repo.get_many(ids).values()
+            first = first_running(rt.repo)
+            last = max(g.decided_at for g in gates)
+            wall = (last - first).total_seconds()
+            statuses = {g.status for g in gates}
+
+            latencies = []
+            for i in range(alone):
+                gid = submit_artifact(rt, f"alone {workers} {i}".encode(), [POLICY], enqueue).gates[0].id
+                wait_all(rt.repo, [gid], timeout=30)
+                g = rt.repo.get(gid)
+                latencies.append((g.decided_at - g.created_at).total_seconds() * 1000)
+        finally:
+            os.killpg(proc.pid, 15)
+            proc.wait(timeout=30)
+    latencies.sort()
+    return {
+        "workers": workers,
+        "gates": n,
+        "gates_per_s": n / wall,
+        "intake_per_s": n / intake_s,
+        "cpu_ms_per_gate": (cpu1 - cpu0) * 1000 / n,
+        "alone_p50_ms": statistics.median(latencies),
+        "alone_p95_ms": latencies[int(0.95 * (len(latencies) - 1))],
+        "statuses": ",".join(sorted(statuses)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gates", type=int, default=1000)
+    parser.add_argument("--alone", type=int, default=100, help="gates submitted one at a time for latency")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--s3", action="store_true", help="object store on a moto S3 server instead of a folder")
+    args = parser.parse_args()
+
+    broker, db = redis_url(), database_url()
+    for problem in (check_redis(broker), check_postgres(db)):
+        if problem:
+            sys.exit(f"bench_gates: {problem}")
+    base = broker.rsplit("/", 1)[0]
+    tmp = Path(tempfile.mkdtemp(prefix="canary-bench-"))
+    env = {
+        "CANARY_BROKER_URL": f"{base}/11",
+        "CANARY_RESULT_BACKEND": f"{base}/12",
+        "CANARY_DATABASE_URL": db,
+        "CANARY_DATA_DIR": str(tmp / "data"),
+        "CANARY_OBJECT_STORE": "local",
+        "CANARY_TASK_QUEUE": "canary.bench",
+        "CANARY_ALLOWED_QUEUE": "canary.bench.allowed",
+        "CANARY_REVIEW_QUEUE": "canary.bench.review",
+    }
+    moto = None
+    if args.s3:
+        port = free_port()
+        moto = start_moto_server(port)
+        env.update({
+            "CANARY_OBJECT_STORE": "s3", "CANARY_S3_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
+        })
+    try:
+        store = "S3 (moto server)" if args.s3 else "local folder"
+        print(f"# Redis broker+backend, Postgres rows, object store: {store}; trivial static detectors")
+        print(f"# machine: {os.cpu_count()} cores; {args.gates} gates saturated, {args.alone} submitted alone")
+        print("workers  gates/s  intake/s  worker-cpu-ms/gate  alone-p50-ms  alone-p95-ms  decisions")
+        for w in args.workers:
+            r = run(env, w, args.gates, args.alone, tmp)
+            print(f"{r['workers']:>7}  {r['gates_per_s']:7.1f}  {r['intake_per_s']:8.1f}  "
+                  f"{r['cpu_ms_per_gate']:18.2f}  {r['alone_p50_ms']:12.2f}  {r['alone_p95_ms']:12.2f}  {r['statuses']}")
+            # drain allowed messages so the bench queue does not grow across runs
+        reset(env)
+    finally:
+        if moto is not None:
+            stop_process(moto)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""End to end on real services: Redis broker, a `canary worker` process, Postgres, S3 (moto)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import boto3
+import pytest
+from kombu import Connection
+
+from worker.core.models import Report
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "policies"
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.integration
+
+
+def canary(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "worker", *args], cwd=ROOT, env={**os.environ, **env},
+        capture_output=True, text=True, timeout=120,
+    )
+
+
+def wait_terminal(gate_ids: list[str], timeout: float = 60.0, sweep_env: dict[str, str] | None = None):
+    from worker.db import GateRepo, make_engine
+    from worker.settings import Settings
+
+    repo = GateRepo(make_engine(Settings().sqlalchemy_url))
+    deadline = time.monotonic() + timeout
+    while True:
+        gates = repo.get_many(gate_ids)
+        if len(gates) == len(gate_ids) and all(g.terminal for g in gates.values()):
+            return gates, repo
+        if time.monotonic() > deadline:
+            open_ = {g.id: g.status for g in gates.values() if not g.terminal}
+            raise AssertionError(f"{len(open_)} gates still open: {list(open_.items())[:5]}")
+        if sweep_env is not None:
+            canary(sweep_env, "sweep")
+        time.sleep(0.5)
+
+
+def drain(env: dict[str, str], queue: str) -> list[dict]:
+    messages = []
+    with Connection(env["CANARY_BROKER_URL"]) as conn:
+        q = conn.SimpleQueue(queue)
+        while True:
+            try:
+                msg = q.get(timeout=0.5)
+            except q.Empty:
+                break
+            messages.append(msg.payload)
+            msg.ack()
+        q.close()
+    return messages
+
+
+def test_submit_routes_each_decision_to_its_destination(service_env, start_worker):
+    """Allowed items reach canary.allowed, quarantined ones the encrypted bucket, the rest review."""
+    start_worker(service_env, concurrency=2)
+    out = canary(
+        service_env, "submit", "--json",
+        "--policy", str(FIXTURES / "trivial.yaml"), str(FIXTURES / "trivial.yaml"),
+    )
+    assert out.returncode == 0, out.stderr
+    allow_id = json.loads(out.stdout.splitlines()[0])["gate_id"]
+    ids = {"allow": allow_id}
+    for policy in ("harmful", "malformed"):
+        res = canary(service_env, "submit", "--json", "--policy", str(FIXTURES / f"{policy}.yaml"),
+                     str(FIXTURES / "trivial.yaml"))
+        assert res.returncode == 0, res.stderr
+        ids[policy] = json.loads(res.stdout)["gate_id"]
+    gates, repo = wait_terminal(list(ids.values()))
+    assert gates[ids["allow"]].status == "allow"
+    assert gates[ids["harmful"]].status == "quarantine"
+    assert gates[ids["malformed"]].status == "review"
+
+    status = canary(service_env, "status", "--json", *ids.values())
+    rows = [json.loads(line) for line in status.stdout.splitlines()]
+    assert [r["status"] for r in rows] == ["allow", "quarantine", "review"]
+    assert Report.model_validate(rows[1]["report"]).decision == "quarantine"
+
+    allowed = drain(service_env, service_env["CANARY_ALLOWED_QUEUE"])
+    assert [m["gate_id"] for m in allowed] == [ids["allow"]]
+    assert allowed[0]["report"]["decision"] == "allow"
+    review = drain(service_env, service_env["CANARY_REVIEW_QUEUE"])
+    assert [m["gate_id"] for m in review] == [ids["malformed"]]
+
+    s3 = boto3.client("s3", endpoint_url=service_env["CANARY_S3_ENDPOINT_URL"])
+    bucket, qid = service_env["CANARY_QUARANTINE_BUCKET"], ids["harmful"]
+    head = s3.head_object(Bucket=bucket, Key=f"{qid}/artifact")
+    assert head["ServerSideEncryption"] == "AES256"
+    stored = json.loads(s3.get_object(Bucket=bucket, Key=f"{qid}/report.json")["Body"].read())
+    assert stored["gate_id"] == qid and stored["decision"] == "quarantine"
+    events = [e.event for e in repo.audit_trail(qid)]
+    assert events[:2] == ["submitted", "running"] and events[-1] == "quarantine"
+
+
+def test_same_bytes_same_policy_returns_existing_gate(service_env):
+    """Submitting identical bytes under the same policy twice yields one gate."""
+    args = ("submit", "--json", "--policy", str(FIXTURES / "trivial.yaml"), str(FIXTURES / "harmful.yaml"))
+    first = json.loads(canary(service_env, *args).stdout)
+    second = json.loads(canary(service_env, *args).stdout)
+    assert first["gate_id"] == second["gate_id"]
+    assert first["new"] is True and second["new"] is False
+
+
+def test_sweeper_reenqueues_a_gate_whose_message_was_lost(service_env, start_worker):
+    """A pending gate whose broker message vanished is re-enqueued by the sweeper and decided."""
+    from producers.intake import submit_artifact
+    from worker.runtime import build_runtime
+    from worker.settings import Settings
+
+    rt = build_runtime(Settings(), role="test")
+    lost = submit_artifact(rt, b"lost message", [str(FIXTURES / "trivial.yaml")], enqueue=lambda _gid: None)
+    gate_id = lost.gates[0].id
+    start_worker(service_env, concurrency=1)
+    env = {**service_env, "CANARY_REQUEUE_AFTER_S": "0.1"}
+    gates, repo = wait_terminal([gate_id], timeout=60, sweep_env=env)
+    assert gates[gate_id].status == "allow"
+    assert "requeued" in [e.event for e in repo.audit_trail(gate_id)]
+
+
+def test_gate_past_its_deadline_goes_to_review(service_env):
+    """With no worker at all, the sweeper moves an overdue gate to review, never to allowed."""
+    from producers.intake import submit_artifact
+    from worker.runtime import build_runtime
+    from worker.settings import Settings
+
+    rt = build_runtime(Settings(gate_deadline_s=0.01), role="test")
+    sub = submit_artifact(rt, b"nobody home", [str(FIXTURES / "trivial.yaml")], enqueue=lambda _gid: None)
+    time.sleep(0.05)
+    out = canary(service_env, "sweep", "--json")
+    assert json.loads(out.stdout)["overdue"] == 1
+    gate = rt.repo.get(sub.gates[0].id)
+    assert gate.status == "review" and gate.reason == "deadline exceeded"

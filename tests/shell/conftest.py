@@ -1,0 +1,24 @@
+"""Shell tests run the real task graph in-process (eager) on SQLite and temp folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from worker.embedded import EmbeddedGate
+from worker.settings import Settings
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "policies"
+
+
+@pytest.fixture()
+def gate(tmp_path: Path) -> EmbeddedGate:
+    """An embedded gate with its own data folder."""
+    return EmbeddedGate(Settings(data_dir=tmp_path / "canary"))
+
+
+@pytest.fixture()
+def fixture_policy():
+    """Path of a test policy in tests/fixtures/policies."""
+    return lambda name: str(FIXTURES / f"{name}.yaml")

@@ -1,0 +1,111 @@
+"""The spine in-process: intake, pre-check, chord, quorum, routing and the audit trail."""
+
+from __future__ import annotations
+
+import json
+
+from worker.core.models import PrecheckResult, Report
+from worker.gate import decide_step, parse_votes
+
+
+def test_trivial_detectors_allow_and_publish(gate, fixture_policy):
+    """Three harmless votes allow the artifact and publish it to the allowed folder."""
+    sub = gate.submit(b"hello", [fixture_policy("trivial")], source="t")
+    g = sub.gates[0]
+    assert g.status == "allow"
+    msgs = list((gate.settings.data_dir / "allowed").glob("*.json"))
+    assert len(msgs) == 1
+    message = json.loads(msgs[0].read_text())
+    assert message["gate_id"] == g.id and message["sha256"] == g.sha256
+    assert gate.rt.store.get(message["object_key"]) == b"hello"
+
+
+def test_harmful_quorum_quarantines_bytes_and_report(gate, fixture_policy):
+    """Two harmful votes put the artifact and its report under <gate_id>/ in quarantine."""
+    g = gate.submit(b"bad bytes", [fixture_policy("harmful")]).gates[0]
+    assert g.status == "quarantine"
+    assert gate.rt.quarantine.get(f"{g.id}/artifact") == b"bad bytes"
+    report = Report.model_validate_json(gate.rt.quarantine.get(f"{g.id}/report.json"))
+    assert report.decision == "quarantine" and len(report.votes) == 3
+
+
+def test_malformed_detector_output_sends_to_review(gate, fixture_policy):
+    """Off-protocol detector answers are invalid votes: no quorum, so review."""
+    g = gate.submit(b"x", [fixture_policy("malformed")]).gates[0]
+    assert g.status == "review"
+    report = Report.model_validate_json(g.report)
+    assert sorted(v.error for v in report.votes if v.error) == ["malformed", "malformed"]
+    assert (gate.settings.data_dir / "review" / f"{g.id}.json").is_file()
+
+
+def test_same_bytes_same_policy_returns_existing_gate(gate, fixture_policy):
+    """Resubmitting identical bytes under the same policy returns the same gate, undecided again never."""
+    first = gate.submit(b"same", [fixture_policy("trivial")]).gates[0]
+    second = gate.submit(b"same", [fixture_policy("trivial")])
+    assert second.gates[0].id == first.id and second.created == [False]
+    events = [e.event for e in gate.rt.repo.audit_trail(first.id)]
+    assert events.count("allow") == 1
+
+
+def test_allowed_only_if_every_policy_allows(gate, fixture_policy):
+    """Under two policies, one quarantine means nothing is published to allowed."""
+    sub = gate.submit(b"two lenses", [fixture_policy("trivial"), fixture_policy("harmful")])
+    assert [g.status for g in sub.gates] == ["allow", "quarantine"]
+    assert list((gate.settings.data_dir / "allowed").glob("*.json")) == []
+
+
+def test_redelivered_decide_routes_once(gate, fixture_policy):
+    """A second decide for a decided gate changes nothing and publishes nothing new."""
+    g = gate.submit(b"once", [fixture_policy("trivial")]).gates[0]
+    votes = parse_votes(json.loads(g.report)["votes"])
+    again = decide_step(gate.rt, g.id, PrecheckResult(verdict="harmless"), votes)
+    assert again is None
+    assert len(list((gate.settings.data_dir / "allowed").glob("*.json"))) == 1
+    assert [e.event for e in gate.rt.repo.audit_trail(g.id)].count("allow") == 1
+
+
+def test_detector_exception_and_timeout_are_invalid_votes(gate, tmp_path):
+    """A raising detector and a too-slow one become invalid votes, so the item goes to review."""
+    policy = tmp_path / "flaky.yaml"
+    policy.write_text(
+        "id: flaky\nversion: '1'\nharm_definition: d\ninput_description: i\n"
+        "precheck: {rulesets: []}\nquorum:\n  required: 2\n  detectors:\n"
+        "    - {name: ok, kind: static}\n"
+        "    - {name: boom, kind: static, options: {fail: broken}}\n"
+        "    - {name: slow, kind: static, timeout_s: 0.01, options: {delay_s: 0.05}}\n"
+    )
+    g = gate.submit(b"flaky", [str(policy)]).gates[0]
+    assert g.status == "review"
+    errors = {v.detector: v.error for v in Report.model_validate_json(g.report).votes}
+    assert errors == {"ok": None, "boom": "exception", "slow": "timeout"}
+
+
+def test_partial_coverage_detector_cannot_allow(gate, tmp_path):
+    """Harmless votes that skipped part of the artifact do not allow it."""
+    policy = tmp_path / "partial.yaml"
+    policy.write_text(
+        "id: partial\nversion: '1'\nharm_definition: d\ninput_description: i\n"
+        "precheck: {rulesets: []}\nquorum:\n  required: 2\n  detectors:\n"
+        "    - {name: a, kind: static, options: {coverage: 0.5}}\n"
+        "    - {name: b, kind: static, options: {coverage: 0.99}}\n"
+        "    - {name: c, kind: static}\n"
+    )
+    g = gate.submit(b"x" * 1000, [str(policy)]).gates[0]
+    assert g.status == "review"
+    assert {v.error for v in Report.model_validate_json(g.report).votes} == {"partial_coverage", None}
+
+
+def test_every_transition_is_audited(gate, fixture_policy):
+    """The audit trail records submission, the run and the decision with their actors."""
+    g = gate.submit(b"audit me", [fixture_policy("trivial")]).gates[0]
+    trail = gate.rt.repo.audit_trail(g.id)
+    assert [e.event for e in trail][:3] == ["submitted", "running", "allow"]
+    assert all(e.actor for e in trail)
+
+
+def test_report_records_coverage_and_policy_fingerprint(gate, fixture_policy):
+    """The report says what was covered and which policy file decided."""
+    g = gate.submit(b"x" * 5000, [fixture_policy("trivial")]).gates[0]
+    report = Report.model_validate_json(g.report)
+    assert report.coverage.total_bytes == 5000 and report.coverage.complete
+    assert report.policy.id == "trivial" and len(report.policy.sha256) == 64

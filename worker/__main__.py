@@ -1,0 +1,5 @@
+"""``python -m worker`` is ``canary``."""
+
+from worker.cli import main
+
+main()
