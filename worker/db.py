@@ -220,13 +220,16 @@ class GateRepo:
             session.commit()
             return ready
 
-    def mark_published(self, submission_id: str) -> None:
+    def mark_published(self, submission_id: str, gate_ids: Sequence[str], actor: str, detail: str) -> None:
+        """Record that the allowed message went out, on the submission and in each gate's audit."""
         with Session(self.engine) as session:
             sub = session.get(Submission, submission_id)
             if sub is not None:
                 sub.published = True
                 session.add(sub)
-                session.commit()
+            for gate_id in gate_ids:
+                self.audit(session, gate_id, "published", actor, detail)
+            session.commit()
 
     def unpublished(self) -> list[Submission]:
         with Session(self.engine, expire_on_commit=False) as session:

@@ -74,11 +74,26 @@ def precheck_step(rt: Runtime, artifact: Artifact, policy: HarmPolicy) -> tuple[
     return result, (time.perf_counter() - started) * 1000
 
 
-def detect_step(rt: Runtime, gate_id: str, detector_name: str) -> Vote:
+def gate_ref(gate: Gate) -> dict[str, Any]:
+    """What a detect subtask needs, so the fan-out never touches the database."""
+    return {
+        "policy_ref": gate.policy_ref,
+        "policy_sha256": gate.policy_sha256,
+        "policy_id": gate.policy_id,
+        "object_key": gate.object_key,
+        "sha256": gate.sha256,
+        "size": gate.size,
+    }
+
+
+def detect_step(rt: Runtime, gate_id: str, detector_name: str, ref: dict[str, Any] | None = None) -> Vote:
     """Run one detector; every failure becomes an invalid vote, never an exception."""
-    gate = rt.repo.get(gate_id)
-    if gate is None:
-        return error_vote(detector_name, "unknown", ErrorKind.missing, "gate not found")
+    if ref is None:
+        row = rt.repo.get(gate_id)
+        if row is None:
+            return error_vote(detector_name, "unknown", ErrorKind.missing, "gate not found")
+        ref = gate_ref(row)
+    gate = Gate(id=gate_id, deadline=utcnow(), policy_version="", **ref)
     started = time.perf_counter()
     backend = "unknown"
     try:
@@ -210,17 +225,7 @@ def publish_allowed(rt: Runtime, submission_id: str, gate_ids: Sequence[str]) ->
         },
         message_id=submission_id,
     )
-    rt.repo.mark_published(submission_id)
-    for gate in ordered:
-        with_audit(rt, gate.id, "published", f"queue={rt.allowed.location}")
-
-
-def with_audit(rt: Runtime, gate_id: str, what: str, detail: str) -> None:
-    from sqlmodel import Session
-
-    with Session(rt.repo.engine) as session:
-        rt.repo.audit(session, gate_id, what, rt.actor, detail)
-        session.commit()
+    rt.repo.mark_published(submission_id, [g.id for g in ordered], rt.actor, f"queue={rt.allowed.location}")
 
 
 def fail(rt: Runtime, gate_id: str, reason: str) -> Report | None:

@@ -7,11 +7,11 @@ from typing import Any
 from celery import chord, current_app, shared_task
 
 from worker.core.models import PrecheckResult
-from worker.gate import GateSkip, begin, decide_step, detect_step, fail, parse_votes, precheck_step
+from worker.gate import GateSkip, begin, decide_step, detect_step, fail, gate_ref, parse_votes, precheck_step
 from worker.runtime import runtime_for
 
 
-@shared_task(bind=True, name="canary.precheck")
+@shared_task(bind=True, name="canary.precheck", ignore_result=True)
 def precheck_task(self: Any, gate_id: str) -> str:
     """Pre-check the artifact; block early on decisive evidence, else fan out the detectors."""
     rt = runtime_for(self.app)
@@ -21,7 +21,7 @@ def precheck_task(self: Any, gate_id: str) -> str:
         return "skip"
     if started is None:
         return "review"
-    _gate, policy, artifact = started
+    gate, policy, artifact = started
     result, ms = precheck_step(rt, artifact, policy)
     if result.verdict == "harmful":
         decide_step(rt, gate_id, result, [], ms)
@@ -30,7 +30,7 @@ def precheck_task(self: Any, gate_id: str) -> str:
     header = [
         self.app.signature(
             "canary.detect",
-            (gate_id, spec.name),
+            (gate_id, spec.name, gate_ref(gate)),
             soft_time_limit=min(spec.timeout_s, settings.soft_time_limit_s),
             time_limit=settings.hard_time_limit_s,
         )
@@ -46,13 +46,13 @@ def precheck_task(self: Any, gate_id: str) -> str:
 
 
 @shared_task(bind=True, name="canary.detect")
-def detect_task(self: Any, gate_id: str, detector: str) -> dict[str, Any]:
+def detect_task(self: Any, gate_id: str, detector: str, ref: dict[str, Any] | None = None) -> dict[str, Any]:
     """One detector's vote, as data. Never raises for a detector failure."""
-    vote = detect_step(runtime_for(self.app), gate_id, detector)
+    vote = detect_step(runtime_for(self.app), gate_id, detector, ref)
     return vote.model_dump(mode="json")
 
 
-@shared_task(bind=True, name="canary.decide")
+@shared_task(bind=True, name="canary.decide", ignore_result=True)
 def decide_task(
     self: Any, votes: list[Any], gate_id: str, precheck: dict[str, Any], precheck_ms: float = 0.0
 ) -> str:
@@ -62,7 +62,7 @@ def decide_task(
     return report.decision if report else "skip"
 
 
-@shared_task(name="canary.chord_failed")
+@shared_task(name="canary.chord_failed", ignore_result=True)
 def chord_failed(request: Any, exc: Any, traceback: Any, gate_id: str = "") -> None:
     """A detector subtask died hard (e.g. hard time limit): the gate goes to review."""
     fail(runtime_for(current_app), gate_id, f"detector fan-out failed: {type(exc).__name__}")

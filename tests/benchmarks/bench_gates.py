@@ -53,6 +53,17 @@ def reset(env: dict[str, str]) -> None:
     engine.dispose()
 
 
+def ensure_database(url: str) -> None:
+    """Create the benchmark's own database (so tests running meanwhile cannot truncate it)."""
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    admin = url.rsplit("/", 1)[0].replace("postgresql+psycopg", "postgresql") + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
 def start_worker(env: dict[str, str], workers: int, log: Path) -> subprocess.Popen[bytes]:
     fh = log.open("wb")
     proc = subprocess.Popen(
@@ -160,7 +171,9 @@ def main() -> None:
     parser.add_argument("--s3", action="store_true", help="object store on a moto S3 server instead of a folder")
     args = parser.parse_args()
 
-    broker, db = redis_url(), database_url()
+    broker = redis_url()
+    db = os.environ.get("CANARY_BENCH_DATABASE_URL", database_url().rsplit("/", 1)[0] + "/canary_bench")
+    ensure_database(db)
     for problem in (check_redis(broker), check_postgres(db)):
         if problem:
             sys.exit(f"bench_gates: {problem}")
@@ -191,8 +204,9 @@ def main() -> None:
         print("workers  gates/s  intake/s  worker-cpu-ms/gate  alone-p50-ms  alone-p95-ms  decisions")
         for w in args.workers:
             r = run(env, w, args.gates, args.alone, tmp)
+            print(flush=True, end="")
             print(f"{r['workers']:>7}  {r['gates_per_s']:7.1f}  {r['intake_per_s']:8.1f}  "
-                  f"{r['cpu_ms_per_gate']:18.2f}  {r['alone_p50_ms']:12.2f}  {r['alone_p95_ms']:12.2f}  {r['statuses']}")
+                  f"{r['cpu_ms_per_gate']:18.2f}  {r['alone_p50_ms']:12.2f}  {r['alone_p95_ms']:12.2f}  {r['statuses']}", flush=True)
             # drain allowed messages so the bench queue does not grow across runs
         reset(env)
     finally:
