@@ -16,6 +16,18 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+
+@app.callback()
+def _setup() -> None:
+    """Canary Gate: classify untrusted artifacts before an AI agent reads them."""
+    import logging
+
+    from worker.logs import configure_logging
+
+    configure_logging(logging.WARNING)
+
+
 PolicyOpt = Annotated[
     list[str] | None,
     typer.Option("--policy", "-p", help="Policy id or YAML path; repeat to gate under several."),
@@ -240,12 +252,12 @@ def sweep(json_out: JsonOpt = False) -> None:
 
 
 def main() -> None:
-    import logging
-
-    from worker.logs import configure_logging
-
-    configure_logging(logging.WARNING)
     try:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+from worker.evaluation import eval_command  # noqa: E402
+
+app.command("eval")(eval_command)

@@ -1,0 +1,85 @@
+"""The `canary` command line: exit codes, tables, JSON lines, usage errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from worker.cli import app
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "policies"
+
+
+@pytest.fixture()
+def run(tmp_path, monkeypatch):
+    """Invoke the CLI with an isolated embedded data folder."""
+    monkeypatch.setenv("CANARY_DATA_DIR", str(tmp_path / "data"))
+    for var in ("CANARY_BROKER_URL", "CANARY_DATABASE_URL", "CANARY_S3_ENDPOINT_URL"):
+        monkeypatch.delenv(var, raising=False)
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, list(args))
+
+
+def test_scan_exits_zero_when_everything_is_allowed(run, tmp_path):
+    """All allowed -> exit 0 and a table naming the decision."""
+    f = tmp_path / "a.txt"
+    f.write_text("hello")
+    result = run("scan", "--policy", str(FIXTURES / "trivial.yaml"), str(f))
+    assert result.exit_code == 0, result.output
+    assert "allow" in result.output
+
+
+def test_scan_exits_one_when_anything_is_held_back(run, tmp_path):
+    """A quarantined item -> exit 1."""
+    f = tmp_path / "a.txt"
+    f.write_text("hello")
+    result = run("scan", "--policy", str(FIXTURES / "trivial.yaml"), "--policy", str(FIXTURES / "harmful.yaml"), str(f))
+    assert result.exit_code == 1
+    assert "quarantine" in result.output
+
+
+def test_scan_json_prints_one_report_per_line(run, tmp_path):
+    """--json prints one report object per gate, keyed by decision."""
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.txt").write_text(name)
+    result = run("scan", "--json", "--policy", str(FIXTURES / "malformed.yaml"), str(tmp_path / "a.txt"),
+                 str(tmp_path / "b.txt"))
+    reports = [json.loads(line) for line in result.output.strip().splitlines()]
+    assert [r["decision"] for r in reports] == ["review", "review"]
+    assert result.exit_code == 1
+
+
+def test_scan_reads_stdin(run):
+    """`-` reads the artifact from standard input."""
+    result = CliRunner().invoke(app, ["scan", "--json", "--policy", str(FIXTURES / "trivial.yaml"), "-"], input="from stdin")
+    assert json.loads(result.output)["decision"] == "allow"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("scan", "/no/such/file"), ("scan", "--policy", "no-such-policy", "README.md"), ("scan",), ("scan", "--bogus", "x")],
+)
+def test_usage_errors_exit_two(run, args):
+    """Missing files, unknown policies, missing or unknown arguments exit 2."""
+    assert run(*args).exit_code == 2
+
+
+def test_status_reports_decided_gates(run, tmp_path):
+    """status --json gives status and the report for gates created by scan."""
+    f = tmp_path / "a.txt"
+    f.write_text("hello")
+    scanned = json.loads(run("scan", "--json", "--policy", str(FIXTURES / "trivial.yaml"), str(f)).output)
+    result = run("status", "--json", scanned["gate_id"])
+    row = json.loads(result.output)
+    assert row["status"] == "allow" and row["report"]["gate_id"] == scanned["gate_id"]
+
+
+def test_submit_without_broker_is_a_usage_error(run, tmp_path):
+    """submit needs CANARY_BROKER_URL and says so."""
+    f = tmp_path / "a.txt"
+    f.write_text("x")
+    result = run("submit", str(f))
+    assert result.exit_code == 2
