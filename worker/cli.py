@@ -261,3 +261,7 @@ def main() -> None:
 from worker.evaluation import eval_command  # noqa: E402
 
 app.command("eval")(eval_command)
+
+from worker.metrics import metrics_command  # noqa: E402
+
+app.command("metrics")(metrics_command)

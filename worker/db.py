@@ -8,12 +8,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Index, UniqueConstraint, event, text
+from sqlalchemy import Index, UniqueConstraint, event, text, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
 from worker.core.models import TERMINAL_STATUSES
+
+OPEN_STATUSES = ("pending", "running")
 
 
 def utcnow() -> datetime:
@@ -100,7 +102,9 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
     else:
-        engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+        # No pre-ping round trip per checkout: a connection broken by a database restart
+        # fails its statement, the task retries (see worker.tasks) and the pool reconnects.
+        engine = create_engine(url, pool_size=5, max_overflow=5, pool_recycle=1800)
     SQLModel.metadata.create_all(engine)
     return engine
 
@@ -161,34 +165,43 @@ class GateRepo:
         return {g.id: g for g in rows}
 
     def start(self, gate_id: str, actor: str) -> Gate | None:
-        """Mark a gate running and count the attempt; ``None`` if it is already decided."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            gate = self._locked(session, gate_id)
-            if gate is None or gate.terminal:
+        """Mark a gate running and count the attempt; ``None`` if it is already decided.
+
+        One conditional ``UPDATE … RETURNING``: atomic without a separate row lock.
+        """
+        stmt = (
+            update(Gate)
+            .where(col(Gate.id) == gate_id, col(Gate.status).in_(OPEN_STATUSES))
+            .values(status="running", attempts=col(Gate.attempts) + 1, updated_at=utcnow())
+            .returning(*Gate.__table__.c)  # type: ignore[attr-defined]
+        )
+        with Session(self.engine) as session:
+            row = session.execute(stmt).mappings().first()
+            if row is None:
+                session.rollback()
                 return None
-            gate.status = "running"
-            gate.attempts += 1
-            gate.updated_at = utcnow()
-            session.add(gate)
+            gate = Gate(**row)
             self.audit(session, gate_id, "running", actor, f"attempt={gate.attempts}")
             session.commit()
             return gate
 
     def finish(self, gate_id: str, decision: str, reason: str, report: str, actor: str) -> Resolution:
         """Record the decision once; later calls (redeliveries) change nothing."""
+        now = utcnow()
+        stmt = (
+            update(Gate)
+            .where(col(Gate.id) == gate_id, col(Gate.status).in_(OPEN_STATUSES))
+            .values(status=decision, decision=decision, reason=reason[:500], report=report,
+                    updated_at=now, decided_at=now)
+            .returning(col(Gate.sha256))
+        )
         with Session(self.engine, expire_on_commit=False) as session:
-            gate = self._locked(session, gate_id)
-            if gate is None or gate.terminal:
+            sha256 = session.execute(stmt).scalar_one_or_none()
+            if sha256 is None:
+                session.rollback()
                 return Resolution(won=False, publish=[])
-            now = utcnow()
-            gate.status = gate.decision = decision
-            gate.reason = reason[:500]
-            gate.report = report
-            gate.updated_at = gate.decided_at = now
-            session.add(gate)
             self.audit(session, gate_id, decision, actor, reason)
-            session.flush()
-            publish = self._resolve_submissions(session, gate.sha256)
+            publish = self._resolve_submissions(session, sha256)
             session.commit()
             return Resolution(won=True, publish=publish)
 

@@ -17,7 +17,7 @@ import structlog
 from policies import HarmPolicy, load_policy
 from policies.loader import PolicyError
 from worker.core.detector import Artifact, cast_vote, error_vote
-from worker.core.errors import DetectorError, StorageError
+from worker.core.errors import DetectorError
 from worker.core.models import Coverage, ErrorKind, PolicyRef, PrecheckResult, Report, Timings, Vote
 from worker.core.quorum import decide_quorum
 from worker.db import Gate, utcnow
@@ -32,10 +32,14 @@ class GateSkip(Exception):
     """The gate is already decided (or unknown): nothing to do."""
 
 
+class ArtifactCorrupt(Exception):
+    """The stored bytes do not hash to the gate's sha256: never classify them."""
+
+
 def load_artifact(rt: Runtime, gate: Gate) -> Artifact:
     data = rt.reader.get(gate.object_key)
     if sha256_hex(data) != gate.sha256:
-        raise StorageError("artifact bytes do not match their sha256")
+        raise ArtifactCorrupt("artifact bytes do not match their sha256")
     return Artifact(sha256=gate.sha256, data=data)
 
 
@@ -60,7 +64,7 @@ def begin(rt: Runtime, gate_id: str) -> tuple[Gate, HarmPolicy, Artifact] | None
     try:
         policy = gate_policy(gate)
         artifact = load_artifact(rt, gate)
-    except (PolicyError, StorageError) as exc:
+    except (PolicyError, ArtifactCorrupt) as exc:
         fail(rt, gate_id, str(exc))
         return None
     return gate, policy, artifact
@@ -200,12 +204,18 @@ def route(rt: Runtime, gate: Gate, report: Report) -> None:
     if resolution.won:
         log.info("gate_decided", gate_id=gate.id, policy=gate.policy_id, decision=report.decision)
     for submission in resolution.publish:
-        publish_allowed(rt, submission.id, submission.gates)
+        if submission.gates == [gate.id]:
+            gate.status, gate.report = report.decision, body.decode()
+            publish_allowed(rt, submission.id, submission.gates, known=[gate])
+        else:
+            publish_allowed(rt, submission.id, submission.gates)
 
 
-def publish_allowed(rt: Runtime, submission_id: str, gate_ids: Sequence[str]) -> None:
+def publish_allowed(
+    rt: Runtime, submission_id: str, gate_ids: Sequence[str], known: Sequence[Gate] = ()
+) -> None:
     """Publish an artifact allowed under every policy it was submitted under."""
-    gates = rt.repo.get_many(gate_ids)
+    gates = {g.id: g for g in known} if known else rt.repo.get_many(gate_ids)
     ordered = [gates[g] for g in gate_ids if g in gates]
     if len(ordered) != len(gate_ids) or any(g.status != "allow" for g in ordered):
         return

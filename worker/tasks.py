@@ -5,13 +5,27 @@ from __future__ import annotations
 from typing import Any
 
 from celery import chord, current_app, shared_task
+from sqlalchemy.exc import OperationalError
+
+from worker.core.errors import StorageError
 
 from worker.core.models import PrecheckResult
 from worker.gate import GateSkip, begin, decide_step, detect_step, fail, gate_ref, parse_votes, precheck_step
 from worker.runtime import runtime_for
 
 
-@shared_task(bind=True, name="canary.precheck", ignore_result=True)
+# Infrastructure hiccups (database restart, S3 blip) retry with backoff; the gate stays open
+# meanwhile and the sweeper is the backstop if retries run out.
+RETRY = {
+    "autoretry_for": (OperationalError, StorageError),
+    "retry_backoff": 0.5,
+    "retry_backoff_max": 30,
+    "retry_jitter": True,
+    "max_retries": 8,
+}
+
+
+@shared_task(bind=True, name="canary.precheck", ignore_result=True, **RETRY)
 def precheck_task(self: Any, gate_id: str) -> str:
     """Pre-check the artifact; block early on decisive evidence, else fan out the detectors."""
     rt = runtime_for(self.app)
@@ -52,7 +66,7 @@ def detect_task(self: Any, gate_id: str, detector: str, ref: dict[str, Any] | No
     return vote.model_dump(mode="json")
 
 
-@shared_task(bind=True, name="canary.decide", ignore_result=True)
+@shared_task(bind=True, name="canary.decide", ignore_result=True, **RETRY)
 def decide_task(
     self: Any, votes: list[Any], gate_id: str, precheck: dict[str, Any], precheck_ms: float = 0.0
 ) -> str:
