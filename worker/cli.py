@@ -251,6 +251,45 @@ def sweep(json_out: JsonOpt = False) -> None:
     typer.echo(json.dumps(counts) if json_out else ", ".join(f"{k}={v}" for k, v in counts.items()))
 
 
+review_app = typer.Typer(help="Human review: list gates in review, record a reviewer's decision.")
+app.add_typer(review_app, name="review")
+
+
+@review_app.command("list")
+def review_list(
+    limit: Annotated[int, typer.Option(help="At most this many, oldest first.")] = 100,
+    json_out: JsonOpt = False,
+) -> None:
+    """Gates waiting for a person."""
+    from worker.review import waiting
+    from worker.runtime import build_runtime
+
+    for gate in waiting(build_runtime(_settings(), role="reviewer"), limit):
+        row = {"gate_id": gate.id, "policy": gate.policy_id, "reason": gate.reason, "sha256": gate.sha256,
+               "source": gate.source, "since": gate.updated_at.isoformat()}
+        typer.echo(json.dumps(row) if json_out else "\t".join(str(v) for v in row.values()))
+
+
+@review_app.command("decide")
+def review_decide(
+    gate_id: Annotated[str, typer.Argument(help="Gate in review.")],
+    decision: Annotated[str, typer.Option("--decision", "-d", help="allow or quarantine")],
+    by: Annotated[str, typer.Option("--by", help="Reviewer name (recorded in the audit trail).")],
+    note: Annotated[str, typer.Option(help="Why.")] = "",
+) -> None:
+    """Record a reviewer's decision and route the artifact accordingly."""
+    from worker.review import ReviewError, resolve
+    from worker.runtime import build_runtime
+
+    if decision not in ("allow", "quarantine"):
+        raise _usage("--decision must be allow or quarantine")
+    try:
+        gate = resolve(build_runtime(_settings(), role="reviewer"), gate_id, decision, by, note)  # type: ignore[arg-type]
+    except ReviewError as exc:
+        raise _usage(str(exc)) from exc
+    typer.echo(f"{gate.id}\t{gate.status}\t{by}")
+
+
 def main() -> None:
     try:
         app()

@@ -1,0 +1,77 @@
+"""Human review: list gates waiting for a person, and record a person's decision.
+
+A reviewer can move a gate out of ``review`` to ``allow`` or ``quarantine``. The
+decision is audited with the person's name, routed like any other decision, and
+an artifact is published to the allowed queue only once every policy it was
+submitted under allows it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from sqlmodel import Session, col, select, update
+
+from worker.db import Gate, Submission, utcnow
+from worker.gate import publish_allowed
+from worker.runtime import Runtime
+
+HumanDecision = Literal["allow", "quarantine"]
+
+
+class ReviewError(Exception):
+    """The gate is unknown or not waiting for review."""
+
+
+def waiting(rt: Runtime, limit: int = 100) -> list[Gate]:
+    """Gates in review, oldest first."""
+    with Session(rt.repo.engine, expire_on_commit=False) as session:
+        stmt = select(Gate).where(Gate.status == "review").order_by(col(Gate.updated_at)).limit(limit)
+        return list(session.exec(stmt).all())
+
+
+def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, note: str = "") -> Gate:
+    """Record ``person``'s decision for a gate in review and route it."""
+    if not person.strip():
+        raise ReviewError("a reviewer name is required")
+    gate = rt.repo.get(gate_id)
+    if gate is None or gate.status != "review":
+        raise ReviewError(f"gate {gate_id} is not in review ({gate.status if gate else 'unknown'})")
+    report = json.loads(gate.report or "{}")
+    report["review"] = {"by": person, "decision": decision, "note": note[:500], "at": utcnow().isoformat()}
+    body = json.dumps(report, sort_keys=True)
+    if decision == "quarantine":
+        rt.quarantine.put(f"{gate.id}/artifact", rt.reader.get(gate.object_key), encrypt=True)
+        rt.quarantine.put(f"{gate.id}/report.json", body.encode(), encrypt=True, content_type="application/json")
+    actor = f"person:{person}"
+    with Session(rt.repo.engine) as session:
+        changed = session.execute(
+            update(Gate)
+            .where(col(Gate.id) == gate_id, col(Gate.status) == "review")
+            .values(status=decision, decision=decision, report=body, updated_at=utcnow(),
+                    reason=f"reviewed by {person}: {decision}")
+        ).rowcount
+        if not changed:
+            raise ReviewError(f"gate {gate_id} left review meanwhile")
+        rt.repo.audit(session, gate_id, f"reviewed:{decision}", actor, note)
+        ready = reopen_submissions(session, gate.sha256) if decision == "allow" else []
+        session.commit()
+    for sub_id, gate_ids in ready:
+        publish_allowed(rt, sub_id, gate_ids)
+    fresh = rt.repo.get(gate_id)
+    assert fresh is not None
+    return fresh
+
+
+def reopen_submissions(session: Session, sha256: str) -> list[tuple[str, list[str]]]:
+    """Submissions of this artifact that are now allowed under every policy."""
+    ready: list[tuple[str, list[str]]] = []
+    subs = session.exec(select(Submission).where(Submission.sha256 == sha256, Submission.published == False))  # noqa: E712
+    for sub in subs.all():
+        statuses = [g.status for g in session.exec(select(Gate).where(col(Gate.id).in_(sub.gates)))]
+        if len(statuses) == len(sub.gates) and all(s == "allow" for s in statuses):
+            sub.status = "allow"
+            session.add(sub)
+            ready.append((sub.id, sub.gates))
+    return ready
