@@ -1,0 +1,234 @@
+"""Decoded layers: what hides in base64, hex, URL-encoding, escapes, ROT13 or reversed text.
+
+:func:`decode_layers` takes a normalized layer and returns every layer reachable
+in at most ``max_depth`` decoding steps (base64 inside base64, ROT13 of a
+base64 payload...). Encoded runs of one kind are decoded into ONE layer, each
+payload mapping to the span of its encoded run in the original artifact; ROT13
+and reversal apply to the whole parent with exact maps (each once: ROT13 of a
+reversed text is not built, a full-size layer for a rare trick; decoded
+payloads do get both).
+
+Decoded layers are flat: newlines read as spaces, payloads end with a NUL.
+Legitimate encodings decode to nothing scannable and are skipped early:
+lockfile ``integrity: sha512-...`` hashes, ``data:image/png;base64,...`` URIs,
+hex digests (binary once decoded). Only payloads that decode to text are kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import re
+from urllib.parse import unquote_to_bytes
+
+import numpy as np
+import numpy.typing as npt
+
+from worker.core.normalize import Compose, Layer, PieceBuilder, Reverse, byte_mask
+
+__all__ = ["decode_layers"]
+
+
+_ROT13 = bytes.maketrans(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    b"NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
+)
+_NOT_B64 = bytes(
+    1 - b for b in byte_mask(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_")
+)
+_HEX_RUN = re.compile(rb"[0-9a-fA-F]+")
+_PRINTABLE = bytes(range(32, 127)) + b"\t\n\r" + bytes(range(128, 256))
+_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_HASH_PREFIXES = (
+    (b"sha1-", 27),
+    (b"sha256-", 43),
+    (b"sha384-", 64),
+    (b"sha512-", 86),
+    (b"md5-", 22),
+)  # digits
+_BINARY_URI = re.compile(
+    rb"data:(?:image|font|audio|video|application/(?:octet-stream|x-font|font|pdf|zip|wasm))"
+)
+_PERCENT = re.compile(rb"%[0-9A-Fa-f]{2}")
+_ESCAPES = re.compile(
+    rb"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})(?:[^\"'\n\\]{0,3}\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}))+"
+)
+_CHAR_CODES = (  # literal prefixes let the regex engine skip ahead
+    re.compile(rb"fromCharCode\(\s*(\d{2,3}(?:\s*,\s*\d{2,3}){7,})\s*\)"),
+    re.compile(rb"\[\s*(\d{2,3}(?:\s*,\s*\d{2,3}){7,})\s*\]"),
+)
+_BITS = re.compile(rb" [01]{8}(?:[ ,]?[01]{8}){5,}")
+_WHOLE_TEXT = ("rot13", "reversed")
+Payload = tuple[str, int, int, bytes]  # kind, start, end (in the parent layer), decoded bytes
+
+
+def decode_layers(layer: Layer, max_depth: int = 2) -> list[Layer]:
+    """Every layer reachable from ``layer`` in at most ``max_depth`` decoding steps.
+
+    Encoded runs of one kind are decoded into ONE layer (payloads separated by
+    newlines), each payload mapping to its encoded run in the original.
+    """
+    found: list[Layer] = []
+    frontier = [layer]
+    while frontier:
+        frontier = [
+            child for parent in frontier if parent.depth < max_depth for child in _decode_once(parent)
+        ]
+        found.extend(frontier)
+    return found
+
+
+def _decode_once(parent: Layer) -> list[Layer]:
+    last = parent.name.rsplit("/", 1)[-1]
+    prefix = "" if parent.depth == 0 else parent.name + "/"
+    children: list[Layer] = []
+    if last not in _WHOLE_TEXT:
+        by_kind: dict[str, list[Payload]] = {}
+        for payload in _encoded_runs(parent.data):
+            by_kind.setdefault(payload[0], []).append(payload)
+        for kind, payloads in by_kind.items():
+            builder = PieceBuilder()  # payload -> its encoded run in the parent, then the parent's map
+            for _, start, end, decoded in payloads:  # NUL keeps rules from matching across payloads
+                builder.add(b" ".join(decoded.split()) + b"\x00", start, end, False)
+            data, pieces = builder.build()
+            children.append(Layer(prefix + kind, data, Compose(pieces, parent.offsets), parent.depth + 1))
+        children.append(
+            Layer(prefix + "rot13", parent.flat.translate(_ROT13), parent.offsets, parent.depth + 1)
+        )
+    if (
+        last not in _WHOLE_TEXT
+    ):  # reversal of a ROT13'd artifact is left out: a full-size layer for a rare trick
+        flipped = Reverse(parent.offsets, len(parent.data))
+        children.append(Layer(prefix + "reversed", parent.flat[::-1], flipped, parent.depth + 1))
+    return children
+
+
+def _textual(payload: bytes) -> bool:
+    """Decoded bytes worth scanning: valid UTF-8, almost no control bytes, some letters."""
+    if len(payload) < 6:
+        return False
+    try:
+        payload.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    junk = len(payload.translate(None, _PRINTABLE))
+    letters = len(payload) - len(payload.translate(None, _LETTERS))
+    return junk * 20 <= len(payload) and letters * 4 >= len(payload)
+
+
+def _encoded_runs(data: bytes) -> list[Payload]:
+    """Every encoded run in ``data`` that decodes to text."""
+    runs = _alphabet_runs(data)
+    if data.count(b"%") >= 4:
+        runs += _percent_runs(data)
+    if b"\\" in data:  # one-byte gates are memchr-fast; the regexes then jump between literal prefixes
+        runs += [("escapes", m.start(), m.end(), _unescape(m.group())) for m in _ESCAPES.finditer(data)]
+    for pattern, gate in zip(_CHAR_CODES, (b"fromCharCode", b"["), strict=True):
+        if gate in data:
+            runs += [
+                ("charcodes", m.start(), m.end(), _char_codes(m.group(1))) for m in pattern.finditer(data)
+            ]
+    if b" 0110" in data:
+        runs += [("binary", m.start() + 1, m.end(), _bits(m.group())) for m in _BITS.finditer(data)]
+    return [run for run in runs if _textual(run[3])]
+
+
+def _alphabet_runs(data: bytes, min_len: int = 20) -> list[Payload]:
+    """Runs of the base64 alphabet: all-hex runs decode as hex, the rest as base64."""
+    if len(data) < min_len:
+        return []
+    outside = np.flatnonzero(np.frombuffer(data.translate(_NOT_B64), dtype=bool))
+    edges = np.concatenate(([-1], outside, [len(data)]))
+    wide = np.flatnonzero(np.diff(edges) > min_len)
+    found: list[Payload] = []
+    starts, ends = edges[wide] + 1, edges[wide + 1]
+    hashed = _hash_runs(data, starts, ends)
+    for start, end in zip(starts[~hashed].tolist(), ends[~hashed].tolist(), strict=True):
+        head = data[max(0, start - 120) : start]
+        if head.endswith(b";base64,") and _BINARY_URI.search(head):
+            continue  # images and fonts inlined as data URIs
+        run = data[start:end]
+        for prefix, _ in _HASH_PREFIXES:  # a "hash" that is really text: decode what follows the prefix
+            if run.startswith(prefix):
+                start, run = start + len(prefix), run[len(prefix) :]
+        if _HEX_RUN.fullmatch(run):
+            if len(run) >= 32:
+                found.append(("hex", start, end, bytes.fromhex(run[: len(run) // 2 * 2].decode())))
+            continue
+        while end < len(data) and data[end] == 61 and end - start < len(run) + 2:  # '=' padding
+            end += 1
+        found.append(("base64", start, end, _b64(run)))
+    return found
+
+
+_HASHES = [(np.frombuffer(prefix, dtype=np.uint8), digits) for prefix, digits in _HASH_PREFIXES]
+_CONTROL_BYTE = np.frombuffer(byte_mask(bytes(range(9)) + bytes(range(11, 32)) + b"\x7f"), dtype=bool)
+
+
+def _hash_runs(
+    data: bytes, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """Runs that are genuine integrity hashes (``sha512-`` + a digest that decodes to non-text).
+
+    Lockfiles hold thousands; they are checked in one batch (one base64 decode,
+    one vectorized test: a random digest almost surely holds a control byte,
+    text never does), so a text payload dressed as a hash is still decoded
+    while real digests cost almost nothing.
+    """
+    arr = np.frombuffer(data, dtype=np.uint8)
+    genuine = np.zeros(len(starts), dtype=bool)
+    for head, digits in _HASHES:
+        index = np.minimum(starts[:, None] + np.arange(len(head)), len(arr) - 1)
+        candidates = np.flatnonzero(
+            np.all(arr[index] == head, axis=1) & (ends - starts == len(head) + digits)
+        )
+        if not len(candidates):
+            continue
+        aligned = digits - digits % 4  # decode whole quanta only: padding mid-stream would stop the decoder
+        encoded = b"".join(data[s + len(head) : s + len(head) + aligned] for s in starts[candidates].tolist())
+        rows = np.frombuffer(
+            base64.b64decode(encoded.replace(b"-", b"+").replace(b"_", b"/")), dtype=np.uint8
+        )
+        genuine[candidates[_CONTROL_BYTE[rows.reshape(len(candidates), -1)].any(axis=1)]] = True
+    return genuine
+
+
+def _b64(run: bytes) -> bytes:
+    run = run.replace(b"-", b"+").replace(b"_", b"/")
+    run = run[: len(run) - len(run) % 4] if len(run) % 4 == 1 else run + b"=" * (-len(run) % 4)
+    try:
+        return base64.b64decode(run)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def _percent_runs(data: bytes) -> list[Payload]:
+    """Clusters of at least four %XX escapes (each within 24 bytes of the previous one)."""
+    starts = [m.start() for m in _PERCENT.finditer(data)]
+    found: list[Payload] = []
+    first = 0
+    for i in range(1, len(starts) + 1):
+        if i == len(starts) or starts[i] - starts[i - 1] > 24:
+            if i - first >= 4:
+                s, e = starts[first], starts[i - 1] + 3
+                found.append(("url", s, e, unquote_to_bytes(data[s:e].replace(b"+", b" "))))
+            first = i
+    return found
+
+
+def _unescape(run: bytes) -> bytes:
+    try:
+        return str(codecs.decode(run.decode("latin-1"), "unicode_escape")).encode("utf-8", "replace")
+    except (UnicodeDecodeError, ValueError):
+        return b""
+
+
+def _char_codes(numbers: bytes) -> bytes:
+    values = [int(n) for n in re.split(rb"\s*,\s*", numbers.strip())]
+    return "".join(map(chr, values)).encode("utf-8") if max(values) < 0x110000 else b""
+
+
+def _bits(run: bytes) -> bytes:
+    digits = re.sub(rb"[^01]", b"", run)
+    return bytes(int(digits[i : i + 8], 2) for i in range(0, len(digits) - 7, 8))

@@ -1,0 +1,290 @@
+"""Unified-diff parsing for package releases, with byte offsets into the original diff.
+
+A release under the ``malicious-package`` policy arrives as one unified diff
+(``git diff`` style with ``diff --git`` headers, or plain ``diff -u``), possibly
+covering many files, new ones (``--- /dev/null``) and binaries (``Binary files
+... differ``). The parser classifies lines with numpy so a many-megabyte diff
+costs a few passes over its bytes, not a Python loop per line: only header
+lines (a handful per file) are looked at one by one.
+
+Added and removed lines are kept as *runs* of consecutive lines, each a byte
+span ``[start, end)`` of the original diff including the leading ``+``/``-``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from posixpath import basename
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Spans = npt.NDArray[np.int64]
+
+__all__ = [
+    "Diff",
+    "DiffFile",
+    "INSTALL_MANIFESTS",
+    "is_manifest",
+    "is_package_metadata",
+    "parse_diff",
+]
+
+INSTALL_MANIFESTS = frozenset({"package.json", "setup.py", "setup.cfg", "pyproject.toml"})
+_METADATA = frozenset(
+    {"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "uv.lock"}
+    | {"Pipfile.lock", "PKG-INFO", "METADATA", "RECORD", "WHEEL", "SOURCES.txt", "top_level.txt"}
+)
+_HEADER_HEADS = np.zeros(1 << 16, dtype=bool)  # first two bytes of the header lines the parser reads
+_HEADER_HEADS[[a << 8 | b for a, b in (b"di", b"ne", b"de", b"Bi", b"GI", b"@@")]] = True
+_PATH = re.compile(rb"^(?:---|\+\+\+) (?:\"?[ab]/)?(.*?)\"?(?:\t.*)?$")
+_GIT_HEADER = re.compile(rb"^diff --git \"?a/(.*?)\"? \"?b/(.*?)\"?$")
+_BINARY = re.compile(rb"^Binary files (?:\"?a/)?(.*?)\"? and (?:\"?b/)?(.*?)\"? differ$")
+
+
+def is_manifest(path: str) -> bool:
+    """Files whose changes can run code at install time: manifests and ``.pth`` files."""
+    name = basename(path)
+    return name in INSTALL_MANIFESTS or name.endswith(".pth")
+
+
+def is_package_metadata(path: str) -> bool:
+    """Lockfiles and generated package metadata: changed by releases, never code."""
+    return basename(path) in _METADATA or ".egg-info/" in path or ".dist-info/" in path
+
+
+@dataclass(frozen=True)
+class DiffFile:
+    """One file of a diff: its path, kind, and how many lines it adds and removes."""
+
+    path: str
+    old_path: str | None
+    start: int
+    is_new: bool = False
+    is_deleted: bool = False
+    is_binary: bool = False
+    added_lines: int = 0
+    removed_lines: int = 0
+
+    @property
+    def manifest(self) -> bool:
+        return is_manifest(self.path)
+
+
+@dataclass(frozen=True, eq=False)
+class Diff:
+    """A parsed diff: its files and the byte spans of its added and removed line runs."""
+
+    files: tuple[DiffFile, ...]
+    added: Spans = field(repr=False)  # shape (n, 2): [start, end) of runs of added lines
+    removed: Spans = field(repr=False)
+
+    @cached_property
+    def _file_starts(self) -> Spans:
+        return np.array([f.start for f in self.files], dtype=np.int64)
+
+    def file_at(self, offset: int) -> DiffFile | None:
+        """The file whose section of the diff contains byte ``offset``."""
+        index = int(np.searchsorted(self._file_starts, offset, side="right")) - 1
+        return self.files[index] if index >= 0 else None
+
+    def in_added(self, offset: int) -> bool:
+        """Whether byte ``offset`` lies on an added line."""
+        index = int(np.searchsorted(self.added[:, 0], offset, side="right")) - 1
+        return index >= 0 and offset < int(self.added[index, 1])
+
+    def added_runs(self, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+        """Added-line runs clipped to ``[start, end)``."""
+        end = sys.maxsize if end is None else end
+        lo = int(np.searchsorted(self.added[:, 1], start, side="right"))
+        hi = int(np.searchsorted(self.added[:, 0], end, side="left"))
+        return [(max(start, int(s)), min(end, int(e))) for s, e in self.added[lo:hi]]
+
+    @cached_property
+    def manifest_only(self) -> bool:
+        """An update whose only changes are to install manifests (and lockfiles/metadata).
+
+        The Clinejection shape: code byte-identical, one manifest edited. A new
+        package (every file created) is not "manifest only" however small.
+        """
+        changed = [f for f in self.files if f.added_lines or f.removed_lines or f.is_binary]
+        edited_manifest = any(f.manifest and not f.is_new for f in changed)
+        return edited_manifest and all(f.manifest or is_package_metadata(f.path) for f in changed)
+
+    @cached_property
+    def new_binaries(self) -> tuple[DiffFile, ...]:
+        """Binary files that appear in this release."""
+        return tuple(f for f in self.files if f.is_binary and f.is_new)
+
+
+def looks_like_diff(data: bytes) -> bool:
+    """Cheap test: a ``diff --git`` header or a ``---``/``+++`` pair near a hunk."""
+    head = data[:1]
+    if data.startswith(b"diff --git ") or b"\ndiff --git " in data:
+        return True
+    return (head == b"-" or b"\n--- " in data) and b"\n+++ " in data and b"\n@@ " in data
+
+
+def parse_diff(data: bytes, block: int = 1 << 23) -> Diff | None:
+    """Parse a unified diff; ``None`` when ``data`` is not one.
+
+    Lines are classified ``block`` bytes at a time, so temporary arrays stay
+    bounded however large the diff is.
+    """
+    if not looks_like_diff(data):
+        return None
+    headers: list[Spans] = []
+    added: list[Spans] = []
+    removed: list[Spans] = []
+    lo = 0
+    while lo < len(data):
+        cut = data.find(b"\n", lo + block) + 1 if lo + block < len(data) else 0
+        if cut and data.startswith(b"--- ", max(lo, data.rfind(b"\n", lo, cut - 1) + 1)):
+            cut = data.find(b"\n", cut) + 1  # keep a ---/+++ header pair in one block
+        hi = cut or len(data)
+        found = _scan_block(data, lo, hi)
+        headers.append(found[0])
+        added.append(found[1])
+        removed.append(found[2])
+        lo = hi
+    files = _read_headers(data, np.concatenate(headers).tolist())
+    if not files:
+        return None
+    added_runs, removed_runs = _merge(np.concatenate(added)), _merge(np.concatenate(removed))
+    starts = [f.start for f in files]
+    counts_added = _count_lines(added_runs, starts)
+    counts_removed = _count_lines(removed_runs, starts)
+    files = [
+        replace(f, added_lines=a, removed_lines=r)
+        for f, a, r in zip(files, counts_added, counts_removed, strict=True)
+    ]
+    return Diff(tuple(files), added_runs[:, :2].copy(), removed_runs[:, :2].copy())
+
+
+def _scan_block(data: bytes, lo: int, hi: int) -> tuple[Spans, Spans, Spans]:
+    """Header line starts, and added/removed runs ``(start, end, lines)``, of ``data[lo:hi]``."""
+    arr = np.frombuffer(data, dtype=np.uint8, count=hi - lo, offset=lo)
+    newlines = np.flatnonzero(arr == 10)
+    starts = np.concatenate(([0], newlines + 1))
+    ends = np.concatenate((newlines, [len(arr)]))
+    if starts[-1] >= len(arr):
+        starts, ends = starts[:-1], ends[:-1]
+    first = np.where(ends > starts, arr[np.minimum(starts, len(arr) - 1)], 32)
+    pairs = _header_pairs(data, lo + starts, first)
+    second = np.where(ends - starts > 1, arr[np.minimum(starts + 1, len(arr) - 1)], 32)
+    structural = np.flatnonzero(_HEADER_HEADS[first.astype(np.uint16) << 8 | second])
+    kind = first.copy()
+    kind[pairs] = 0
+    headers = lo + starts[np.union1d(structural, pairs[first[pairs] == 45])]
+    return (
+        headers.astype(np.int64),
+        _runs(kind == 43, lo + starts, lo + ends, len(data)),
+        _runs(kind == 45, lo + starts, lo + ends, len(data)),
+    )
+
+
+_MINUS, _PLUS = np.frombuffer(b"--- ", dtype=np.uint8), np.frombuffer(b"+++ ", dtype=np.uint8)
+
+
+def _header_pairs(data: bytes, starts: Spans, first: npt.NDArray[np.uint8]) -> Spans:
+    """Line indices of ``--- a`` / ``+++ b`` header pairs (both lines of each pair)."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    candidates = np.flatnonzero((first == 45) | (first == 43))
+    heads = arr[np.minimum(starts[candidates, None] + np.arange(4), len(arr) - 1)]
+    minus = candidates[np.all(heads == _MINUS, axis=1)]
+    plus = candidates[np.all(heads == _PLUS, axis=1)]
+    pairs = np.intersect1d(minus + 1, plus)  # a +++ line right after a --- line
+    return np.union1d(pairs - 1, pairs).astype(np.int64)
+
+
+def _read_headers(data: bytes, offsets: list[int]) -> list[DiffFile]:
+    """Walk header lines only (a handful per file) and build the files."""
+    files: list[dict[str, Any]] = []
+    hunks_seen = True
+    for offset in offsets:
+        line = _line_at(data, offset)
+        if line.startswith(b"@@"):
+            hunks_seen = True
+            continue
+        git = _GIT_HEADER.match(line)
+        if git or (line.startswith(b"--- ") and hunks_seen):
+            old, new = (git.group(1), git.group(2)) if git else (b"", b"")
+            path, old_path = new.decode("utf-8", "replace"), old.decode("utf-8", "replace") or None
+            files.append(
+                {"path": path, "old_path": old_path, "start": offset, "is_new": False, "is_deleted": False}
+            )
+            hunks_seen = not git  # a git header is followed by its own ---/+++ pair
+        if files and not git:
+            _apply_header(files[-1], line, data, offset)
+        if line.startswith(b"--- "):
+            hunks_seen = False
+    return [DiffFile(**fields) for fields in files]
+
+
+def _apply_header(current: dict[str, Any], line: bytes, data: bytes, offset: int) -> None:
+    """Fold one header line (mode, binary marker, ``---``/``+++`` paths) into ``current``."""
+    if line.startswith(b"new file mode"):
+        current["is_new"] = True
+    elif line.startswith(b"deleted file mode"):
+        current["is_deleted"] = True
+    elif line.startswith((b"GIT binary patch", b"Binary files")):
+        current["is_binary"] = True
+        binary = _BINARY.match(line)
+        if binary:
+            old, new = binary.group(1), binary.group(2)
+            current["is_new"] = current["is_new"] or old == b"/dev/null"
+            current["path"] = (old if new == b"/dev/null" else new).decode("utf-8", "replace")
+            current["old_path"] = None if current["is_new"] else current["old_path"]
+    elif line.startswith(b"--- "):
+        old_match = _PATH.match(line)
+        new_match = _PATH.match(_line_at(data, data.find(b"\n", offset) + 1))
+        old_path = old_match.group(1).decode("utf-8", "replace") if old_match else ""
+        new_path = new_match.group(1).decode("utf-8", "replace") if new_match else ""
+        current["is_new"] = current["is_new"] or old_path == "/dev/null"
+        current["is_deleted"] = current["is_deleted"] or new_path == "/dev/null"
+        current["old_path"] = None if current["is_new"] else old_path
+        current["path"] = old_path if current["is_deleted"] else new_path
+
+
+def _line_at(data: bytes, offset: int) -> bytes:
+    end = data.find(b"\n", offset)
+    return data[offset : end if end >= 0 else len(data)].rstrip(b"\r")
+
+
+def _runs(mask: npt.NDArray[np.bool_], starts: Spans, ends: Spans, size: int) -> Spans:
+    """``(start, end, lines)`` of each run of consecutive ``mask`` lines; ``end`` includes the newline."""
+    lines = np.flatnonzero(mask)
+    if not len(lines):
+        return np.zeros((0, 3), dtype=np.int64)
+    breaks = np.flatnonzero(np.diff(lines) > 1)
+    first = np.concatenate(([lines[0]], lines[breaks + 1]))
+    last = np.concatenate((lines[breaks], [lines[-1]]))
+    return np.stack((starts[first], np.minimum(ends[last] + 1, size), last - first + 1), axis=1).astype(
+        np.int64
+    )
+
+
+def _merge(runs: Spans) -> Spans:
+    """Join runs that touch (a run split by a block boundary becomes one again)."""
+    if len(runs) < 2:
+        return runs
+    touching = runs[1:, 0] == runs[:-1, 1]
+    if not touching.any():
+        return runs
+    group = np.concatenate(([0], np.cumsum(~touching)))
+    heads = np.flatnonzero(np.concatenate(([True], ~touching)))
+    tails = np.concatenate((heads[1:] - 1, [len(runs) - 1]))
+    lines = np.bincount(group, weights=runs[:, 2]).astype(np.int64)
+    return np.stack((runs[heads, 0], runs[tails, 1], lines), axis=1)
+
+
+def _count_lines(runs: Spans, file_starts: list[int]) -> list[int]:
+    """Lines per file, given runs ``(start, end, lines)`` and each file's first byte."""
+    owner = np.searchsorted(file_starts, runs[:, 0], side="right") - 1
+    keep = owner >= 0
+    counts = np.bincount(owner[keep], weights=runs[keep, 2], minlength=len(file_starts))
+    return [int(c) for c in counts[: len(file_starts)]]

@@ -1,0 +1,399 @@
+"""Normalization: the byte layers the pre-check scans, each mapped back to the original bytes.
+
+A layer is bytes plus an :class:`OffsetMap` to half-open byte spans of the
+ORIGINAL artifact, so evidence points at bytes an analyst can open.
+:func:`normalize` folds non-ASCII runs (NFKC, accents stripped, typographic
+quotes to ASCII, Cyrillic/Greek lookalikes inside Latin words), removes
+invisible characters and collapses every whitespace run to one byte. ASCII input
+skips folding; folding handles all runs at once (one decode, one
+``str.translate``) and walks only context-sensitive runs character by character.
+
+Invisible characters become *signals*, never verdicts, and only out of context:
+a ZWJ in an emoji sequence, an RLM mark near Hebrew or Arabic, tags spelling a
+subdivision flag are legitimate. Tag characters and variation-selector runs are
+also decoded (they smuggle text). :mod:`worker.core.decode` adds decoded layers.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import chain
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Compose", "Gather", "Layer", "Normalized", "OffsetMap", "PieceBuilder", "Pieces", "Reverse"]
+__all__ += ["Shift", "byte_mask", "collapse_whitespace", "fold_char", "normalize"]
+
+Ints = npt.NDArray[np.int64]
+
+
+class OffsetMap(Protocol):
+    """Maps a ``[start, end)`` range of a layer to a byte range of the original artifact."""
+
+    def span(self, start: int, end: int) -> tuple[int, int]: ...
+
+
+@dataclass(frozen=True)
+class Shift:
+    """The layer is a verbatim slice of the original starting at ``base``."""
+
+    base: int = 0
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        return self.base + start, self.base + end
+
+
+@dataclass(frozen=True, eq=False)
+class Pieces:
+    """Piece ``i`` covers layer ``[lstarts[i], lstarts[i+1])`` and original ``[ostarts[i], oends[i])``;
+    exact pieces map byte for byte, inexact ones (folded or decoded) as a whole."""
+
+    lstarts: Ints
+    ostarts: Ints
+    oends: Ints
+    exact: npt.NDArray[np.bool_]
+
+    @classmethod
+    def whole(cls, start: int, end: int) -> Pieces:
+        """Every offset of the layer maps to the one original span ``[start, end)``."""
+        return cls(
+            np.zeros(1, np.int64), np.full(1, start, np.int64), np.full(1, end, np.int64), np.zeros(1, bool)
+        )
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        if not len(self.lstarts):
+            return 0, 0
+        i = max(0, int(np.searchsorted(self.lstarts, start, side="right")) - 1)
+        j = max(0, int(np.searchsorted(self.lstarts, max(start, end - 1), side="right")) - 1)
+        first = (
+            int(self.ostarts[i]) + (start - int(self.lstarts[i])) if self.exact[i] else int(self.ostarts[i])
+        )
+        last = int(self.ostarts[j]) + (end - int(self.lstarts[j])) if self.exact[j] else int(self.oends[j])
+        first = min(first, int(self.oends[i]))
+        return first, max(first, min(last, int(self.oends[j])))
+
+
+@dataclass(frozen=True)
+class Compose:
+    """``outer`` after ``inner``: layer -> intermediate layer -> original."""
+
+    inner: OffsetMap
+    outer: OffsetMap
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        return self.outer.span(*self.inner.span(start, end))
+
+
+@dataclass(frozen=True)
+class Reverse:
+    """The layer is ``parent[::-1]`` (``length`` bytes); map through the reversal."""
+
+    inner: OffsetMap
+    length: int
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        return self.inner.span(self.length - end, self.length - start)
+
+
+class Gather:
+    """Layer byte ``i`` is the ``i``-th kept byte at ``base``; the index is built on first use."""
+
+    def __init__(self, keep: npt.NDArray[np.bool_], base: int = 0) -> None:
+        self.keep = keep
+        self.base = base
+        self._kept: Ints | None = None
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        if self._kept is None:
+            self._kept = np.flatnonzero(self.keep)
+        kept = self._kept
+        if not len(kept):
+            return self.base, self.base
+        first = int(kept[min(start, len(kept) - 1)])
+        last = int(kept[min(max(end, start + 1), len(kept)) - 1]) + 1
+        return self.base + first, self.base + max(first, last)
+
+
+class PieceBuilder:
+    """Accumulates output bytes and the :class:`Pieces` map that explains them."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+        self._rows: list[tuple[int, int, int, bool]] = []
+
+    def add(self, out: bytes, ostart: int, oend: int, exact: bool) -> None:
+        if out:
+            self._rows.append((self.size, ostart, oend, exact))
+            self.parts.append(out)
+            self.size += len(out)
+
+    def build(self) -> tuple[bytes, Pieces]:
+        rows = np.array(self._rows, dtype=np.int64).reshape(-1, 4)
+        pieces = Pieces(rows[:, 0].copy(), rows[:, 1].copy(), rows[:, 2].copy(), rows[:, 3].astype(bool))
+        return b"".join(self.parts), pieces
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One byte string the rules scan, and where its bytes came from in the original."""
+
+    name: str
+    data: bytes
+    offsets: OffsetMap
+    depth: int = 0
+
+    @cached_property
+    def flat(self) -> bytes:
+        """The same bytes with newlines read as spaces (same length, same map)."""
+        return self.data.translate(_FLAT) if b"\n" in self.data else self.data
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """The normalized main layer plus what normalization noticed on the way."""
+
+    data: bytes
+    offsets: OffsetMap
+    signals: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> first original span
+    hidden: tuple[Layer, ...] = ()
+
+
+_ZERO_WIDTH = frozenset([*range(0x200B, 0x200E), *range(0x2060, 0x2065), 0xFEFF, 0x180E, 0x034F])
+_ZERO_WIDTH |= frozenset([0x115F, 0x1160, 0x3164, 0xFFA0, 0x17B4, 0x17B5])
+_BIDI = frozenset([0x200E, 0x200F, 0x061C, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+_TAGS = range(0xE0000, 0xE0080)
+_VARIATION = frozenset([*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
+_REMOVABLE = _ZERO_WIDTH | _BIDI | _VARIATION | {0x00AD}  # soft hyphen: stripped, not a signal
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
+_LOOKALIKES = "аеорсухіјѕԁһӏԛԝүɡɑıɩοαρνικτυχεօսАВЕКМНОРСТХЅІЈҮԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
+_CONFUSABLES = dict(
+    zip(_LOOKALIKES, "aeopcyxijsdhlqwygaiioapvikruxeouABEKMHOPCTXSIJYWABEZHIKMNOPTYX", strict=True)
+)
+_PUNCTUATION = dict.fromkeys("\u2018\u2019\u201a\u201b\u2032", "'") | dict.fromkeys(
+    "\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'
+)
+_PUNCTUATION |= dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-")
+_COMBINING = ((0x0300, 0x0370), (0x1AB0, 0x1B00), (0x1DC0, 0x1E00), (0x20D0, 0x2100), (0xFE20, 0xFE30))
+_ZW_CLASS = "\u200b-\u200d\u2060-\u2064\ufeff\u180e\u034f\u115f\u1160\u3164\uffa0\u17b4\u17b5"
+_BIDI_CLASS = "\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069"
+_VS_CLASS = "\ufe00-\ufe0f\U000e0100-\U000e01ef"
+# Runs whose folding depends on context; everything else folds with one str.translate.
+_NEEDS_CONTEXT = re.compile(
+    f"(?:^[{_ZW_CLASS}]|[{_ZW_CLASS}]$|[{_ZW_CLASS}]{{2}}|[\U000e0000-\U000e007f]|[{_VS_CLASS}]{{4}}"
+    f"|(?P<bidi>[{_BIDI_CLASS}])|(?P<lookalike>[{_LOOKALIKES}]))"
+)
+_ASCII_LETTER = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def fold_char(ch: str) -> str:
+    """Context-free folding of one character: NFKC, accents stripped to ASCII, spaces to ' '."""
+    cp = ord(ch)
+    if cp in _REMOVABLE or cp in _TAGS or any(lo <= cp < hi for lo, hi in _COMBINING):
+        return ""
+    if 0xD800 <= cp < 0xE000 or cp == 0:  # lone surrogates (undecodable bytes) and the run separator
+        return ch
+    if ch in _PUNCTUATION:
+        return _PUNCTUATION[ch]
+    out = unicodedata.normalize("NFKC", ch)
+    stripped = "".join(c for c in unicodedata.normalize("NFKD", out) if not unicodedata.combining(c))
+    if stripped and stripped.isascii():
+        out = stripped
+    if out.isspace():
+        return "\n" if cp in (0x2028, 0x2029, 0x0085) else " "
+    return out
+
+
+class _FoldTable(dict[int, str]):
+    """A ``str.translate`` table that computes and caches :func:`fold_char` on demand."""
+
+    def __missing__(self, cp: int) -> str:
+        value = self[cp] = fold_char(chr(cp))
+        return value
+
+
+_FOLD = _FoldTable()
+
+
+def normalize(data: bytes, base: int = 0) -> Normalized:
+    """Normalize ``data`` (found at byte ``base`` of the original) into the main scan layer.
+
+    Every whitespace run becomes ONE byte (a newline if it held one, else a
+    space), so rules can spell "a run of whitespace" as a plain space.
+    """
+    offsets: OffsetMap = Shift(base)
+    state = _Folder(data, base)
+    if not data.isascii():
+        data, offsets = state.fold()
+    collapsed, kept = collapse_whitespace(data)
+    if kept is not None:
+        offsets = Gather(kept, base) if isinstance(offsets, Shift) else Compose(Gather(kept), offsets)
+    return Normalized(collapsed, offsets, state.signals, tuple(state.hidden))
+
+
+def byte_mask(members: bytes) -> bytes:
+    """A ``bytes.translate`` table mapping ``members`` to 1 and every other byte to 0.
+
+    ``np.frombuffer(data.translate(table), dtype=bool)`` is a membership mask,
+    about three times faster than indexing a numpy lookup table.
+    """
+    return bytes(1 if b in members else 0 for b in range(256))
+
+
+_SPACE_CLASS = bytes(2 if b in b"\n\r" else 1 if b in b" \t\x0b\x0c" else 0 for b in range(256))
+_TO_SPACE = bytes.maketrans(b"\t\n\r\x0b\x0c", b"     ")
+_FLAT = bytes.maketrans(b"\n", b" ")
+_COLLAPSIBLE = (b"  ", b"\n ", b" \n", b"\n\n", b"\t", b"\r", b"\x0b", b"\x0c")
+
+
+def collapse_whitespace(data: bytes) -> tuple[bytes, npt.NDArray[np.bool_] | None]:
+    """Each whitespace run -> one newline (if it held a line break) or one space.
+
+    Returns the collapsed bytes and the mask of original bytes kept, or
+    ``None`` when ``data`` is already collapsed.
+    """
+    if not any(token in data for token in _COLLAPSIBLE):
+        return data, None
+    kind = np.frombuffer(data.translate(_SPACE_CLASS), dtype=np.uint8)  # 0 other, 1 blank, 2 line break
+    space = kind.astype(bool)
+    keep = np.ones(len(space), dtype=bool)
+    np.logical_not(space[1:] & space[:-1], out=keep[1:])  # drop all but the first byte of a run
+    firsts = np.flatnonzero(space & keep)
+    out = np.frombuffer(bytearray(data.translate(_TO_SPACE)), dtype=np.uint8)
+    breaks = np.flatnonzero(kind == 2)
+    out[firsts[np.searchsorted(firsts, breaks, side="right") - 1]] = 10  # the run held a line break
+    return out[keep].tobytes(), keep
+
+
+@dataclass
+class _Folder:
+    """Folds the non-ASCII runs of ``data``; collects signals and hidden payloads."""
+
+    data: bytes
+    base: int
+    signals: dict[str, tuple[int, int]] = field(default_factory=dict)
+    hidden: list[Layer] = field(default_factory=list)
+
+    def fold(self) -> tuple[bytes, Pieces]:
+        high = np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) >= 0x80)
+        breaks = np.flatnonzero(np.diff(high) > 1)
+        starts = np.concatenate(([high[0]], high[breaks + 1])).astype(np.int64)
+        ends = (np.concatenate((high[breaks], [high[-1]])) + 1).astype(np.int64)
+        raws = [self.data[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+        joined = b"\x00".join(raws).decode("utf-8", "surrogateescape")  # runs never hold a NUL byte
+        outs = joined.translate(_FOLD).split("\x00")
+        marks = [m.start() for m in _NEEDS_CONTEXT.finditer(joined)]
+        if marks:  # map marks to runs via the NUL separators, then walk only the runs that need it
+            texts = joined.split("\x00")
+            separators = np.cumsum([len(t) + 1 for t in texts]) - 1
+            candidates = sorted(set(np.searchsorted(separators, marks).tolist()))
+            for index in self._needing_context(texts, candidates, starts, ends):
+                outs[index] = self._fold_chars(int(starts[index]), int(ends[index]), texts[index])
+        encoded = [out.encode("utf-8", "surrogateescape") for out in outs]
+        gap_starts, gap_ends = np.concatenate(([0], ends)), np.concatenate((starts, [len(self.data)]))
+        gaps = [self.data[a:b] for a, b in zip(gap_starts.tolist(), gap_ends.tolist(), strict=True)]
+        folded = b"".join(chain.from_iterable(zip(gaps, encoded, strict=False))) + gaps[-1]
+        lengths = np.empty(2 * len(raws) + 1, dtype=np.int64)
+        lengths[0::2], lengths[1::2] = gap_ends - gap_starts, [len(e) for e in encoded]
+        ostarts, oends = np.empty_like(lengths), np.empty_like(lengths)
+        ostarts[0::2], ostarts[1::2], oends[0::2], oends[1::2] = gap_starts, starts, gap_ends, ends
+        exact = np.ones(len(lengths), dtype=bool)
+        exact[1::2] = [e == r for e, r in zip(encoded, raws, strict=True)]
+        keep = lengths > 0
+        lstarts = (np.cumsum(lengths) - lengths)[keep]
+        return folded, Pieces(lstarts, ostarts[keep] + self.base, oends[keep] + self.base, exact[keep])
+
+    def _needing_context(
+        self, texts: list[str], candidates: list[int], starts: Ints, ends: Ints
+    ) -> list[int]:
+        """The candidate runs that must be folded character by character."""
+        found = []
+        for index in candidates:
+            text = texts[index]
+            kinds = {m.lastgroup for m in _NEEDS_CONTEXT.finditer(text)}
+            if (
+                None in kinds  # invisibles at a run edge or doubled, tag characters, selector runs
+                or ("bidi" in kinds and not _RTL.search(text))  # marks outside right-to-left text
+                or ("lookalike" in kinds and self._touches_latin(int(starts[index]), int(ends[index])))
+            ):
+                found.append(index)
+        return found
+
+    def _touches_latin(self, start: int, end: int) -> bool:
+        return any(
+            byte in _ASCII_LETTER for byte in self.data[max(0, start - 1) : start] + self.data[end : end + 1]
+        )
+
+    def _signal(self, name: str, start: int, end: int) -> None:
+        self.signals.setdefault(name, (self.base + start, self.base + end))
+
+    def _fold_chars(self, start: int, end: int, text: str) -> str:
+        """Fold one run character by character: invisibles in context, lookalikes, hidden text."""
+        before = self.data[start - 1] if start else 32
+        after = self.data[end] if end < len(self.data) else 32
+        mixed = self._touches_latin(start, end)  # a lookalike inside a Latin word
+        out: list[str] = []
+        pending: list[int] = []  # consecutive tag / variation-selector code points
+        pos = pending_at = start
+        for index, ch in enumerate(text):
+            cp = ord(ch)
+            size = 1 if cp < 0x80 or 0xDC80 <= cp <= 0xDCFF else 2 if cp < 0x800 else 3 if cp < 0x10000 else 4
+            if cp in _TAGS or cp in _VARIATION:
+                pending_at = pos if not pending else pending_at
+                pending.append(cp)
+            else:
+                if pending:
+                    self._hidden(
+                        pending, text[index - len(pending) - 1 : index - len(pending)], pending_at, pos
+                    )
+                    pending = []
+                if cp in _ZERO_WIDTH or cp in _BIDI:
+                    name = self._invisible(cp, text, index, before, after, start, end)
+                    if name:
+                        self._signal(name, pos, pos + size)
+                elif mixed and ch in _CONFUSABLES:
+                    self._signal("homoglyphs", pos, pos + size)
+                    out.append(_CONFUSABLES[ch])
+                else:
+                    out.append(_FOLD[cp])
+            pos += size
+        if pending:
+            self._hidden(
+                pending, text[len(text) - len(pending) - 1 : len(text) - len(pending)], pending_at, pos
+            )
+        return "".join(out)
+
+    def _invisible(self, cp: int, text: str, index: int, before: int, after: int, s: int, e: int) -> str:
+        """The signal an invisible character raises in its context, or ``""`` if it is legitimate."""
+        if cp in _BIDI:
+            window = self.data[max(0, s - 48) : e + 48].decode("utf-8", "ignore")
+            return "" if _RTL.search(window) else "bidi-control"  # marks inside RTL text are normal
+        if cp == 0xFEFF and self.base + s == 0 and index == 0:
+            return ""  # a byte-order mark at the very start
+        around = (
+            text[index - 1] if index else chr(before),
+            text[index + 1] if index + 1 < len(text) else chr(after),
+        )
+        if any((c.isascii() and c.isalnum()) or ord(c) in _ZERO_WIDTH for c in around):
+            return "zero-width-chars"  # hiding inside a word
+        return ""  # joiners inside emoji sequences, Indic or Persian words
+
+    def _hidden(self, pending: list[int], previous: str, start: int, end: int) -> None:
+        """Tag characters (unless an emoji flag) and selector runs: signal, and decode as a layer."""
+        tags = [cp for cp in pending if cp in _TAGS]
+        selectors = [cp for cp in pending if cp in _VARIATION]
+        if tags and not (previous == "\U0001f3f4" and tags[-1] == 0xE007F and len(tags) <= 8):
+            self._signal("unicode-tags", start, end)
+            payload = bytes(cp - 0xE0000 for cp in tags if 0xE0020 <= cp <= 0xE007E)
+            self.hidden.append(Layer("tags", payload, Pieces.whole(self.base + start, self.base + end), 1))
+        if len(selectors) >= 4:
+            self._signal("variation-selectors", start, end)
+            payload = bytes(cp - 0xFE00 if cp < 0xFE10 else cp - 0xE0100 + 16 for cp in selectors)
+            self.hidden.append(
+                Layer("variation-selectors", payload, Pieces.whole(self.base + start, self.base + end), 1)
+            )

@@ -1,0 +1,160 @@
+"""The pre-check: cheap rules that may block an artifact before any detector runs.
+
+    run_precheck(data, policy) -> PrecheckResult
+
+Rules are data: ``policies/rules/<ruleset>.yaml``, one ruleset per name in
+``policy.precheck.rulesets`` (schema and compilation: :mod:`worker.core.ruleset`).
+A rule is a regex ``pattern`` or the name of a computed ``check`` (signals such
+as ``zero-width-chars``, ``manifest-only-release``, ``new-executable-binary``),
+with a ``weight`` and a ``scope``:
+
+    any      the normalized artifact and every decoded layer
+    text     the normalized artifact only
+    added    the added lines of a diff (the whole artifact if it is not a diff),
+             and decoded layers whose encoded run sits on an added line
+    decoded  decoded layers only (base64, hex, URL, escapes, ROT13, reversed...)
+
+Patterns see normalized bytes where every whitespace run is ONE byte, and
+newlines read as spaces, so a plain space in a pattern matches any blank run,
+line breaks included; ``lines: true`` rules see the newlines instead (for
+``^``/``$``). Optional ``files`` globs restrict a hit to diff files with
+matching paths; ``min_entropy`` requires the matched bytes to look random;
+``unquoted`` drops matches inside quotation marks in their sentence (an advisory
+quoting ``"ignore previous instructions"`` mentions an attack, it does not
+perform one); ``unless`` is a regex that vetoes a match it finds inside it.
+
+The verdict is ``harmful`` iff the summed weight of the DISTINCT rules that hit
+reaches ``policy.precheck.block_score``. Every hit is evidence (rule id, byte
+span of the original artifact, layer, weight); non-decisive observations such
+as invisible characters or decoded payloads are signals. The artifact is
+scanned in overlapping windows, so memory stays flat and every byte is seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from posixpath import basename
+
+from policies.schema import HarmPolicy
+from worker.core.decode import decode_layers
+from worker.core.diff import Diff, parse_diff
+from worker.core.models import Evidence, PrecheckResult, Span
+from worker.core.normalize import Compose, Layer, PieceBuilder, normalize
+from worker.core.ruleset import CHECKS, MAX_MATCH, CheckContext, CompiledRuleset, Hit, Rule, load_ruleset
+from worker.core.segment import segment_spans
+
+__all__ = ["OVERLAP", "WINDOW", "Scan", "run_precheck", "scan_rules"]
+
+WINDOW = 1 << 20  # bytes per scan window (1 MiB keeps the numpy work in cache)
+OVERLAP = MAX_MATCH  # windows overlap by the longest possible rule match
+
+
+@dataclass
+class Scan:
+    """What the rules found in one artifact: first evidence per rule, and signals."""
+
+    evidence: dict[str, Evidence] = field(default_factory=dict)
+    signals: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def score(self) -> float:
+        return round(sum(e.weight for e in self.evidence.values()), 6)
+
+    def hit(self, rule: Rule, start: int, end: int, layer: str) -> None:
+        if rule.id not in self.evidence:
+            span = Span(start=start, end=max(start, end))
+            self.evidence[rule.id] = Evidence(rule_id=rule.id, span=span, layer=layer, weight=rule.weight)
+
+
+def run_precheck(data: bytes, policy: HarmPolicy) -> PrecheckResult:
+    """Scan ``data`` with the policy's rulesets; harmful iff the score reaches ``block_score``."""
+    scan = scan_rules(data, [load_ruleset(name) for name in policy.precheck.rulesets])
+    return PrecheckResult(
+        verdict="harmful" if scan.score >= policy.precheck.block_score else "harmless",
+        score=scan.score,
+        evidence=tuple(sorted(scan.evidence.values(), key=lambda e: (e.span.start, e.rule_id))),
+        signals=tuple(sorted(scan.signals)),
+    )
+
+
+def scan_rules(
+    data: bytes, rulesets: Sequence[CompiledRuleset], window: int = WINDOW, overlap: int = OVERLAP
+) -> Scan:
+    """Run every rule of ``rulesets`` over all of ``data`` in overlapping windows."""
+    scan = Scan()
+    diff = parse_diff(data)
+    if diff is not None and diff.manifest_only:
+        scan.signals.update(
+            {"manifest-only-release": CHECKS["manifest-only-release"](CheckContext(data, diff, {}))[0]}
+        )
+    for start, end in segment_spans(len(data), window, overlap):
+        _scan_window(data, start, end, diff, rulesets, scan)
+    context = CheckContext(data=data, diff=diff, signals=scan.signals)
+    for rule in (rule for ruleset in rulesets for rule in ruleset.checks):
+        for start, end in CHECKS[rule.check or ""](context)[:1]:
+            scan.hit(rule, start, end, "check")
+    return scan
+
+
+_SCOPES = {  # layer kind -> rule scopes that apply to it (diff / not a diff)
+    ("text", True): frozenset({"any", "text"}),
+    ("text", False): frozenset({"any", "text", "added"}),
+    ("added", True): frozenset({"added"}),
+    ("decoded", True): frozenset({"any", "decoded", "added"}),
+    ("decoded", False): frozenset({"any", "decoded", "added"}),
+}
+
+
+def _scan_window(
+    data: bytes, start: int, end: int, diff: Diff | None, rulesets: Sequence[CompiledRuleset], scan: Scan
+) -> None:
+    main = normalize(data[start:end], base=start)
+    for name, span in main.signals.items():
+        scan.signals.setdefault(name, span)
+    text = Layer("text", main.data, main.offsets)
+    layers = [(text, "text")]
+    if diff is not None:
+        layers.append((_added_layer(data, start, end, diff), "added"))
+    for layer in decode_layers(text) + [d for h in main.hidden for d in (h, *decode_layers(h))]:
+        layers.append((layer, "decoded"))
+        kind = layer.name.split("/", 1)[0]
+        if kind not in ("rot13", "reversed") and layer.data:
+            scan.signals.setdefault("decoded-" + kind, layer.offsets.span(0, 1))
+    for layer, kind in layers:
+        scopes = _SCOPES[kind, diff is not None]
+        for ruleset in rulesets:
+            _record(ruleset.flat.scan(layer.flat, layer.data), layer, scopes, scan, diff)
+            if kind != "decoded":  # line-anchored rules need the lines a decoded layer no longer has
+                _record(ruleset.lines.scan(layer.data), layer, scopes, scan, diff)
+
+
+def _record(hits: Iterator[Hit], layer: Layer, scopes: frozenset[str], scan: Scan, diff: Diff | None) -> None:
+    for rule, lstart, lend in hits:
+        if rule.id in scan.evidence or rule.scope not in scopes:
+            continue
+        start, end = layer.offsets.span(lstart, lend)
+        if diff is not None and rule.scope == "added" and layer.name != "added" and not diff.in_added(start):
+            continue
+        if diff is not None and rule.files and not _in_files(rule.files, diff, start):
+            continue
+        scan.hit(rule, start, end, layer.name)
+
+
+def _in_files(globs: tuple[str, ...], diff: Diff, offset: int) -> bool:
+    found = diff.file_at(offset)
+    return found is not None and any(
+        fnmatch(found.path, g) or fnmatch(basename(found.path), g) for g in globs
+    )
+
+
+def _added_layer(data: bytes, start: int, end: int, diff: Diff) -> Layer:
+    """The diff's added lines within ``[start, end)``, ``+`` markers blanked, normalized, mapped back."""
+    builder = PieceBuilder()
+    for s, e in diff.added_runs(start, end):
+        run = data[s:e].replace(b"\n+", b"\n ")
+        builder.add(b" " + run[1:] if run.startswith(b"+") else run, s, e, True)
+    raw, pieces = builder.build()
+    norm = normalize(raw)
+    return Layer("added", norm.data, Compose(norm.offsets, pieces))

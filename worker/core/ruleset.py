@@ -1,0 +1,346 @@
+"""Rules as data: the ruleset schema, the named computed checks, compiled matchers.
+
+A ruleset is one YAML file in ``policies/rules/`` (see :mod:`worker.core.precheck`
+for what the fields mean to the engine). :func:`load_ruleset` validates it and
+compiles every pattern ONCE per process into two matchers, one for flat text
+and one for ``lines`` rules: a single Hyperscan database each when Hyperscan is
+importable, else one combined Python regex (same answers, slower).
+
+Hyperscan reports where a match ends; the start comes from the rule's Python
+regex searched backwards over at most :data:`MAX_MATCH` bytes. Rules with a
+post-filter (``min_entropy``, ``unquoted``, ``unless``) see every candidate
+match, the others only their first.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from policies.loader import POLICY_DIR
+from worker.core.diff import Diff
+from worker.core.errors import ConfigError
+
+try:  # the fast path; without it one combined Python regex does the same job, slower
+    hyperscan: Any = importlib.import_module("hyperscan")
+except ImportError:  # pragma: no cover - exercised by forcing engine="re" in tests
+    hyperscan = None
+
+__all__ = [
+    "CHECKS",
+    "MAX_MATCH",
+    "RULES_DIR",
+    "CheckContext",
+    "CompiledRuleset",
+    "Hit",
+    "Matcher",
+    "Rule",
+    "Ruleset",
+]
+__all__ += ["compile_ruleset", "engine_name", "load_ruleset"]
+
+RULES_DIR = POLICY_DIR / "rules"
+MAX_MATCH = 1 << 12  # no rule match is longer than this; windows overlap by as much
+Engine = Literal["auto", "hyperscan", "re"]
+
+
+# --- rules as data -----------------------------------------------------------------
+
+
+class Rule(BaseModel):
+    """One rule of a ruleset: a regex or a named computed check, and what a hit weighs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    description: str
+    weight: float = Field(gt=0)
+    pattern: str | None = None
+    check: str | None = None
+    scope: Literal["any", "text", "added", "decoded"] = "any"
+    files: tuple[str, ...] = ()
+    case_sensitive: bool = False
+    min_entropy: float | None = Field(default=None, gt=0, le=8)
+    unquoted: bool = False
+    unless: str | None = None
+    lines: bool = False
+
+    @property
+    def filtered(self) -> bool:
+        """Whether a match must pass a post-filter (so every candidate is examined)."""
+        return self.min_entropy is not None or self.unquoted or self.unless is not None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Rule:
+        if (self.pattern is None) == (self.check is None):
+            raise ValueError(f"rule {self.id}: give exactly one of pattern or check")
+        if self.check is not None and self.check not in CHECKS:
+            raise ValueError(f"rule {self.id}: unknown check {self.check!r}; known: {sorted(CHECKS)}")
+        return self
+
+
+class Ruleset(BaseModel):
+    """A versioned list of rules (one YAML file in ``policies/rules/``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    version: str
+    rules: tuple[Rule, ...]
+
+    @model_validator(mode="after")
+    def _unique(self) -> Ruleset:
+        ids = [r.id for r in self.rules]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"ruleset {self.id}: rule ids must be unique")
+        return self
+
+
+# --- matching ----------------------------------------------------------------------
+
+Hit = tuple[Rule, int, int]
+_CANDIDATES = 64  # filtered rules (min_entropy) try at most this many matches per layer
+
+
+class Matcher:
+    """All pattern rules of one scope group, compiled once; ``scan`` yields first hits per rule."""
+
+    def __init__(self, rules: Sequence[Rule], engine: Engine = "auto") -> None:
+        self.rules = tuple(rules)
+        self.engine = "hyperscan" if engine != "re" and hyperscan is not None and self.rules else "re"
+        if engine == "hyperscan" and hyperscan is None:
+            raise ConfigError("hyperscan is not installed")
+        self.regexes = [re.compile((r.pattern or "").encode(), _re_flags(r)) for r in self.rules]
+        self._db = self._hyperscan_db() if self.engine == "hyperscan" else None
+        self._local = threading.local()
+
+    def _hyperscan_db(self) -> Any:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        flags = [
+            hyperscan.HS_FLAG_MULTILINE
+            | (0 if r.case_sensitive else hyperscan.HS_FLAG_CASELESS)
+            | (0 if r.filtered else hyperscan.HS_FLAG_SINGLEMATCH)
+            for r in self.rules
+        ]
+        patterns = [(r.pattern or "").encode() for r in self.rules]
+        try:
+            db.compile(
+                expressions=patterns, ids=list(range(len(patterns))), elements=len(patterns), flags=flags
+            )
+        except hyperscan.error as exc:
+            for rule, pattern, flag in zip(self.rules, patterns, flags, strict=True):
+                try:
+                    hyperscan.Database().compile(expressions=[pattern], ids=[0], elements=1, flags=[flag])
+                except hyperscan.error as inner:
+                    raise ConfigError(
+                        f"rule {rule.id}: hyperscan cannot compile its pattern: {inner}"
+                    ) from exc
+            raise ConfigError(f"hyperscan cannot compile the ruleset: {exc}") from exc
+        return db
+
+    def scan(self, data: bytes, lines: bytes | None = None) -> Iterator[Hit]:
+        """First hit per rule in ``data``; ``lines`` is the same text with its newlines, for filters."""
+        if not self.rules or not data:
+            return
+        context = data if lines is None else lines
+        if self._db is None:
+            yield from self._scan_re(data, context)
+            return
+        ends: dict[int, list[int]] = {}
+
+        def collect(rule_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            found = ends.setdefault(rule_id, [])
+            if len(found) < _CANDIDATES:
+                found.append(to)
+
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = hyperscan.Scratch(self._db)
+        self._db.scan(data, match_event_handler=collect, scratch=scratch)
+        for index, found in ends.items():
+            rule, regex, floor = self.rules[index], self.regexes[index], 0
+            for end in found:
+                match = regex.search(data, max(floor, end - MAX_MATCH), end) or regex.search(data, floor, end)
+                span = match.span() if match else (max(0, end - 64), end)
+                floor = span[1]
+                if _passes(rule, context, span[0], span[1]):
+                    yield rule, span[0], span[1]
+                    break
+
+    def _scan_re(self, data: bytes, context: bytes) -> Iterator[Hit]:
+        """Fallback: one combined regex of the rules not hit yet, restarted after each hit.
+
+        Restarting at the hit's start (without the rule just found) yields the
+        leftmost match of every rule in (hits + 1) passes.
+        """
+        plain = frozenset(i for i, r in enumerate(self.rules) if not r.filtered)
+        position = 0
+        while plain:
+            match = self._combined(plain).search(data, position)
+            if match is None:
+                break
+            index = int((match.lastgroup or "r0")[1:])
+            yield self.rules[index], match.start(), match.end()
+            plain, position = plain - {index}, match.start()
+        for index, rule in enumerate(self.rules):
+            if rule.filtered:
+                for _, match in zip(range(_CANDIDATES), self.regexes[index].finditer(data), strict=False):
+                    if _passes(rule, context, match.start(), match.end()):
+                        yield rule, match.start(), match.end()
+                        break
+
+    @lru_cache(maxsize=256)  # noqa: B019 - matchers live as long as their cached ruleset
+    def _combined(self, indices: frozenset[int]) -> re.Pattern[bytes]:
+        parts = [b"(?P<r%d>%s)" % (i, self._scoped(i)) for i in sorted(indices)]
+        return re.compile(b"|".join(parts), re.MULTILINE)
+
+    def _scoped(self, index: int) -> bytes:
+        flags = "" if self.rules[index].case_sensitive else "i"
+        pattern = (self.rules[index].pattern or "").encode()
+        return b"(?%s:%s)" % (flags.encode(), pattern) if flags else b"(?:%s)" % pattern
+
+
+def _re_flags(rule: Rule) -> re.RegexFlag:
+    return re.MULTILINE if rule.case_sensitive else re.MULTILINE | re.IGNORECASE
+
+
+@lru_cache(maxsize=256)
+def _veto(pattern: str) -> re.Pattern[bytes]:
+    return re.compile(pattern.encode(), re.IGNORECASE)
+
+
+_SENTENCE_END = re.compile(rb"[.!?][ \n]")
+
+
+def _inside_quotes(data: bytes, start: int) -> bool:
+    """Whether an open quote precedes ``start`` in its sentence (quotes may span wrapped lines)."""
+    window = data[max(0, start - 400) : start]
+    ends = [m.end() for m in _SENTENCE_END.finditer(window)]
+    sentence = window[ends[-1] :] if ends else window
+    return bool(
+        sentence.count(b'"') % 2 or sentence.count(b"`") % 2 or sentence.rstrip(b" ").endswith((b"'", b"("))
+    )
+
+
+def _passes(rule: Rule, data: bytes, start: int, end: int) -> bool:
+    """Post-filters: ``unless`` (veto regex), ``unquoted`` (not inside quotes), ``min_entropy``."""
+    if rule.unless is not None and _veto(rule.unless).search(data[start:end]):  # ^ = start of the match
+        return False
+    if rule.unquoted and _inside_quotes(data, start):
+        return False
+    if rule.min_entropy is None:
+        return True
+    matched = data[start:end]
+    counts = [matched.count(bytes([b])) for b in set(matched)]
+    bits = -sum(c / len(matched) * math.log2(c / len(matched)) for c in counts) if matched else 0.0
+    return bits >= rule.min_entropy
+
+
+# --- computed checks ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """What a computed check may look at: the artifact, its diff, the signals seen so far."""
+
+    data: bytes
+    diff: Diff | None
+    signals: dict[str, tuple[int, int]]
+
+
+CheckFn = Callable[[CheckContext], list[tuple[int, int]]]
+_EXECUTABLE = (
+    ".exe",
+    ".dll",
+    ".so",
+    ".dylib",
+    ".scr",
+    ".msi",
+    ".bin",
+    ".pyd",
+    ".pyc",
+    ".jar",
+    ".elf",
+    ".com",
+    ".bat",
+)
+
+
+def _signal_check(name: str) -> CheckFn:
+    def check(context: CheckContext) -> list[tuple[int, int]]:
+        return [context.signals[name]] if name in context.signals else []
+
+    return check
+
+
+def _new_executable(context: CheckContext) -> list[tuple[int, int]]:
+    """New binary files with an executable or native-module extension."""
+    if context.diff is None:
+        return []
+    found = [f for f in context.diff.new_binaries if f.path.lower().endswith(_EXECUTABLE)]
+    return [(f.start, context.data.find(b"\n", f.start) % (len(context.data) + 1)) for f in found]
+
+
+def _manifest_only(context: CheckContext) -> list[tuple[int, int]]:
+    """The release changes install manifests (and lockfiles) and nothing else."""
+    diff = context.diff
+    if diff is None or not diff.manifest_only:
+        return []
+    first = next(f for f in diff.files if f.manifest)
+    return [(first.start, first.start + len(first.path))]
+
+
+SIGNALS = ("zero-width-chars", "bidi-control", "unicode-tags", "variation-selectors", "homoglyphs")
+CHECKS: dict[str, CheckFn] = {name: _signal_check(name) for name in SIGNALS}
+CHECKS.update({"new-executable-binary": _new_executable, "manifest-only-release": _manifest_only})
+
+
+# --- compiled rulesets ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledRuleset:
+    """A ruleset compiled once: a matcher for flat text, one for ``lines`` rules, the checks."""
+
+    ruleset: Ruleset
+    flat: Matcher
+    lines: Matcher
+    checks: tuple[Rule, ...]
+
+
+def compile_ruleset(ruleset: Ruleset, engine: Engine = "auto") -> CompiledRuleset:
+    """Compile every pattern of ``ruleset`` (two databases: flat and line-aware)."""
+    patterns = [r for r in ruleset.rules if r.pattern is not None]
+    return CompiledRuleset(
+        ruleset=ruleset,
+        flat=Matcher([r for r in patterns if not r.lines], engine),
+        lines=Matcher([r for r in patterns if r.lines], engine),
+        checks=tuple(r for r in ruleset.rules if r.check is not None),
+    )
+
+
+def engine_name() -> str:
+    """The regex engine rule matching uses in this process: ``hyperscan`` or ``re``."""
+    return "re" if hyperscan is None else "hyperscan"
+
+
+@lru_cache(maxsize=32)
+def load_ruleset(name: str, engine: Engine = "auto") -> CompiledRuleset:
+    """Load, validate and compile ``policies/rules/<name>.yaml`` (cached per process)."""
+    path = RULES_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"unknown ruleset {name!r}: no {path}")
+    try:
+        ruleset = Ruleset.model_validate(yaml.safe_load(path.read_bytes()))
+        return compile_ruleset(ruleset, engine)
+    except (yaml.YAMLError, ValidationError, re.error) as exc:
+        raise ConfigError(f"ruleset {path.name} is invalid: {exc}") from exc
