@@ -39,6 +39,12 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
         task_eager_propagates=eager,
     )
     app.canary_settings = settings  # type: ignore[attr-defined]
+    if not eager:
+        from celery.signals import worker_init
+
+        from worker.preload import on_worker_init
+
+        worker_init.connect(on_worker_init, weak=False, dispatch_uid="canary-preload")
     import worker.tasks  # noqa: F401  (registers the shared tasks on this app)
 
     return app
