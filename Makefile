@@ -7,7 +7,7 @@ VENV ?= .venv
 PYTHON ?= $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,python3)
 # Extra pytest arguments, e.g. `make test PYTEST_ARGS="-k quorum -x"`.
 PYTEST_ARGS ?=
-BENCHMARKS := $(wildcard tests/benchmarks/bench_gates.py tests/benchmarks/bench_precheck.py)
+BENCHMARKS := $(wildcard tests/benchmarks/bench_gates.py tests/benchmarks/bench_precheck.py tests/benchmarks/bench_ensemble.py)
 # Compose refuses to render without these two secrets; the check only needs placeholders.
 COMPOSE_CHECK_ENV := FLOWER_BASIC_AUTH=check:check MINIO_KMS_SECRET_KEY=check-key:placeholder
 
@@ -34,4 +34,4 @@ compose-check: ## validate docker-compose.yml without a Docker engine
 	$(COMPOSE_CHECK_ENV) docker-compose -f docker-compose.yml config -q
 
 scan-examples: ## scan the example artifacts under policies/examples
-	$(if $(wildcard $(VENV)/bin/canary),$(VENV)/bin/canary,canary) scan policies/examples/*
+	$(if $(wildcard $(VENV)/bin/canary),$(VENV)/bin/canary,canary) scan -p malicious-package -p prompt-injection policies/examples/packages/
