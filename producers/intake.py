@@ -61,7 +61,8 @@ def submit_artifact(
     for gate, is_new in zip(gates, created, strict=True):
         if is_new:
             enqueue(gate.id)
-    for ready in rt.repo.resolve_now(sha):
-        publish_allowed(rt, ready.id, ready.gates)
+    if not any(created):  # every gate existed: the submission may be decided already
+        for ready in rt.repo.resolve_now(sha):
+            publish_allowed(rt, ready.id, ready.gates)
     fresh = rt.repo.get_many(g.id for g in gates)
     return Submitted(submission, [fresh[g.id] for g in gates], created)

@@ -28,7 +28,6 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
         result_serializer="json",
         accept_content=["json"],
         task_default_queue=settings.task_queue,
-        task_send_sent_event=True,
         worker_send_task_events=True,
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
@@ -39,7 +38,7 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
         task_eager_propagates=eager,
     )
     app.canary_settings = settings  # type: ignore[attr-defined]
-    if not eager:
+    if not eager and settings.preload:
         from celery.signals import worker_init
 
         from worker.preload import on_worker_init

@@ -41,6 +41,7 @@ class Settings(BaseSettings):
     sweep_interval_s: float = Field(default=30.0, gt=0)
     result_expires_s: int = Field(default=86400, gt=0)
     metrics_port: int = 0
+    preload: bool = True
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

@@ -186,6 +186,7 @@ def main() -> None:
         "CANARY_DATA_DIR": str(tmp / "data"),
         "CANARY_OBJECT_STORE": "local",
         "CANARY_TASK_QUEUE": "canary.bench",
+        "CANARY_PRELOAD": "false",
         "CANARY_ALLOWED_QUEUE": "canary.bench.allowed",
         "CANARY_REVIEW_QUEUE": "canary.bench.review",
     }

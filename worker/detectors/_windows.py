@@ -1,0 +1,67 @@
+"""Shared plumbing of the local model detectors: windows, lazy artifacts, answers.
+
+Both ``lexical`` and ``semantic`` scan every byte: the artifact is cut into
+overlapping byte windows (:func:`worker.core.segment.segment_spans`), each
+window is scored, and the artifact's score is the maximum. Max is the right
+aggregation for "does any part of this try something": a 300-byte injection
+30 KB deep in a benign log moves one window, and a mean would dilute it away.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import TypeVar
+
+from worker.core.detector import verdict_output
+from worker.core.models import Answer, Coverage, Verdict
+from worker.core.segment import coverage_of, segment_spans
+
+T = TypeVar("T")
+
+_LOCK = threading.RLock()  # re-entrant: a model loader may load a shared artifact
+_CACHE: dict[tuple[str, str], object] = {}
+
+
+def models_dir() -> Path:
+    """Where the trained artifacts live (package data of ``worker.models``)."""
+    return Path(str(resources.files("worker.models")))
+
+
+def cached(kind: str, key: str, load: Callable[[], T]) -> T:
+    """Load an artifact once per process (thread-safe) and keep it."""
+    found = _CACHE.get((kind, key))
+    if found is None:
+        with _LOCK:
+            found = _CACHE.get((kind, key))
+            if found is None:
+                found = _CACHE[(kind, key)] = load()
+    return found  # type: ignore[return-value]
+
+
+def window_spans(total: int, window: int, overlap: int) -> list[tuple[int, int]]:
+    """The byte windows that together cover ``[0, total)``."""
+    return list(segment_spans(total, window, overlap))
+
+
+def window_texts(data: bytes, spans: list[tuple[int, int]]) -> list[str]:
+    """Decode each window; a character cut at an edge becomes U+FFFD (the overlap sees it whole)."""
+    return [data[start:end].decode("utf-8", errors="replace") for start, end in spans]
+
+
+def scored_answer(
+    data: bytes,
+    score_windows: Callable[[list[str]], list[float]],
+    threshold: float,
+    window: int,
+    overlap: int,
+) -> Answer:
+    """Score every window of ``data``, take the max, and answer with full coverage."""
+    spans = window_spans(len(data), window, overlap)
+    scores = score_windows(window_texts(data, spans))
+    score = max(scores) if scores else 0.0
+    verdict: Verdict = "harmful" if score >= threshold else "harmless"
+    coverage: Coverage = coverage_of(spans, len(data), window, overlap)
+    return Answer(output=verdict_output(verdict), coverage=coverage, score=score)

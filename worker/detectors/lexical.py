@@ -1,0 +1,83 @@
+"""The ``lexical`` detector: hashed char + word n-grams and a linear model, numpy only.
+
+One model per policy, trained by ``python -m worker.training`` and shipped as
+``worker/models/<policy>/lexical.npz``: the bucket weights (float16), the bias,
+the hash width, the window geometry and the decision threshold chosen by
+group-aware cross-validation on the training split. Every byte is scanned:
+the artifact is cut into overlapping windows and the most harmful window
+decides (see :mod:`worker.detectors._windows`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from policies.schema import HarmPolicy
+from worker.core.detector import Artifact
+from worker.core.errors import DetectorError
+from worker.core.models import Answer, ErrorKind
+from worker.detectors._ngrams import featurize
+from worker.detectors._windows import cached, models_dir, scored_answer
+
+ARTIFACT = "lexical.npz"
+
+
+@dataclass(frozen=True)
+class LexicalModel:
+    """Bucket weights and everything needed to score windows exactly as in training."""
+
+    weights: np.ndarray  # (2**bits,) float32
+    bias: float
+    bits: int
+    window: int
+    overlap: int
+    threshold: float
+
+    @classmethod
+    def load(cls, path: Path) -> LexicalModel:
+        with np.load(path) as archive:
+            return cls(
+                weights=archive["weights"].astype(np.float32),
+                bias=float(archive["bias"]),
+                bits=int(archive["bits"]),
+                window=int(archive["window"]),
+                overlap=int(archive["overlap"]),
+                threshold=float(archive["threshold"]),
+            )
+
+    def logits(self, windows: list[str]) -> np.ndarray:
+        """One logit per window."""
+        rows, buckets, values = featurize(windows, self.bits)
+        sums = np.bincount(rows, weights=self.weights[buckets] * values, minlength=len(windows))
+        return sums + self.bias
+
+    def probabilities(self, windows: list[str]) -> list[float]:
+        return [float(p) for p in 1.0 / (1.0 + np.exp(-self.logits(windows)))]
+
+
+def load_model(policy_id: str, directory: Path | None = None) -> LexicalModel:
+    """The policy's lexical model, loaded once per process."""
+    path = (directory or models_dir()) / policy_id / ARTIFACT
+    if not path.is_file():
+        raise DetectorError(f"no lexical model for policy {policy_id!r}", kind=ErrorKind.unavailable)
+    return cached("lexical", str(path), lambda: LexicalModel.load(path))
+
+
+class LexicalDetector:
+    """Votes with the policy's hashed n-gram linear model; ``threshold`` overrides the trained one."""
+
+    backend = "lexical"
+
+    def __init__(self, name: str = "lexical", threshold: float | None = None, **options: Any) -> None:
+        self.name = name
+        self.threshold = threshold
+        self.models_dir: Path | None = Path(options["models_dir"]) if "models_dir" in options else None
+
+    def answer(self, artifact: Artifact, policy: HarmPolicy) -> Answer:
+        model = load_model(policy.id, self.models_dir)
+        threshold = model.threshold if self.threshold is None else self.threshold
+        return scored_answer(artifact.data, model.probabilities, threshold, model.window, model.overlap)

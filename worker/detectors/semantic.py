@@ -1,0 +1,86 @@
+"""The ``semantic`` detector: static MiniLM token embeddings and a small head, numpy only.
+
+The embedding family: windows of text become pooled all-MiniLM-L6-v2 static
+embeddings (distilled offline with model2vec, shipped as
+``worker/models/minilm-static/``), scored by a per-policy head
+(``worker/models/<policy>/semantic.npz``: standardisation, layer weights,
+window geometry, threshold). The run time needs only numpy and ``tokenizers``.
+Every byte is scanned; the most harmful window decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from policies.schema import HarmPolicy
+from worker.core.detector import Artifact
+from worker.core.errors import DetectorError
+from worker.core.models import Answer, ErrorKind
+from worker.detectors._embedding import EMBEDDING_DIR, Head, StaticEmbedding
+from worker.detectors._windows import cached, models_dir, scored_answer
+
+ARTIFACT = "semantic.npz"
+
+
+@dataclass(frozen=True)
+class SemanticModel:
+    """The shared embedding plus one policy's head and window geometry."""
+
+    embedding: StaticEmbedding
+    head: Head
+    window: int
+    overlap: int
+    threshold: float
+
+    def logits(self, windows: list[str]) -> np.ndarray:
+        return self.head.logits(self.embedding.features(windows))
+
+    def probabilities(self, windows: list[str]) -> list[float]:
+        return [float(p) for p in 1.0 / (1.0 + np.exp(-self.logits(windows)))]
+
+
+def load_embedding(directory: Path | None = None) -> StaticEmbedding:
+    """The distilled static embedding, loaded once per process."""
+    path = (directory or models_dir()) / EMBEDDING_DIR
+    if not (path / "embeddings.npz").is_file():
+        raise DetectorError("no static embedding shipped", kind=ErrorKind.unavailable)
+    return cached("embedding", str(path), lambda: StaticEmbedding.load(path))
+
+
+def load_model(policy_id: str, directory: Path | None = None) -> SemanticModel:
+    """The policy's semantic model, loaded once per process."""
+    path = (directory or models_dir()) / policy_id / ARTIFACT
+    if not path.is_file():
+        raise DetectorError(f"no semantic model for policy {policy_id!r}", kind=ErrorKind.unavailable)
+
+    def load() -> SemanticModel:
+        with np.load(path) as archive:
+            return SemanticModel(
+                embedding=load_embedding(directory),
+                head=Head.from_archive(archive),
+                window=int(archive["window"]),
+                overlap=int(archive["overlap"]),
+                threshold=float(archive["threshold"]),
+            )
+
+    return cached("semantic", str(path), load)
+
+
+class SemanticDetector:
+    """Votes with the policy's embedding head; ``threshold`` overrides the trained one."""
+
+    backend = "semantic"
+
+    def __init__(self, name: str = "semantic", threshold: float | None = None, **options: Any) -> None:
+        self.name = name
+        self.threshold = threshold
+        self.models_dir: Path | None = Path(options["models_dir"]) if "models_dir" in options else None
+
+    def answer(self, artifact: Artifact, policy: HarmPolicy) -> Answer:
+        model = load_model(policy.id, self.models_dir)
+        threshold = model.threshold if self.threshold is None else self.threshold
+        return scored_answer(artifact.data, model.probabilities, threshold, model.window, model.overlap)

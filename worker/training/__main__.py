@@ -1,0 +1,73 @@
+"""``python -m worker.training``: rebuild the shipped lexical and semantic artifacts.
+
+Steps: distil the static MiniLM embedding (skipped when already shipped; the
+only step that needs torch), then for each policy and detector: group-aware
+5-fold CV on the train split, pick the threshold on the out-of-fold scores,
+fit on all of train and write ``worker/models/<policy>/<detector>.npz``.
+Dev is never read here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+
+from worker.detectors._windows import models_dir
+from worker.training.data import POLICIES, default_datasets_dir, load_corpus
+from worker.training.mil import error_rates
+
+DETECTORS = ("lexical", "semantic")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m worker.training", description=__doc__)
+    parser.add_argument("--policy", action="append", choices=POLICIES, help="repeatable; default: all")
+    parser.add_argument("--detector", action="append", choices=DETECTORS, help="repeatable; default: all")
+    parser.add_argument(
+        "--datasets-dir", type=Path, default=None, help="default: $CANARY_DATASETS_DIR or ../shared/datasets"
+    )
+    parser.add_argument("--out-dir", type=Path, default=None, help="default: the worker/models package")
+    parser.add_argument(
+        "--redistill", action="store_true", help="distil the static embedding even if shipped"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    random.seed(0)
+    np.random.seed(0)
+    datasets = args.datasets_dir or default_datasets_dir()
+    out_dir = args.out_dir or models_dir()
+    detectors = args.detector or list(DETECTORS)
+    if "semantic" in detectors:
+        from worker.training.distill import distill_embeddings
+
+        distill_embeddings(None if args.out_dir is None else out_dir / "minilm-static", force=args.redistill)
+    summary: dict[str, dict[str, object]] = {}
+    for policy in args.policy or list(POLICIES):
+        train = load_corpus(datasets, policy, "train")
+        labels = np.asarray(train.labels)
+        for detector in detectors:
+            if detector == "lexical":
+                from worker.training.lexical import train_lexical
+
+                result = train_lexical(policy, train, out_dir)
+            else:
+                from worker.training.semantic import train_semantic
+
+                result = train_semantic(policy, train, out_dir)
+            fnr, fpr = error_rates(result.oof_scores, labels, result.threshold_logit)
+            summary[f"{policy}/{detector}"] = {"cv_fnr": round(fnr, 4), "cv_fpr": round(fpr, 4)}
+            print(f"[{detector}:{policy}] group-CV on train: FNR {fnr:.3f}  FPR {fpr:.3f}", flush=True)
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()

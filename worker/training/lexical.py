@@ -1,0 +1,110 @@
+"""Train the ``lexical`` detector of one policy and write ``worker/models/<policy>/lexical.npz``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.linear_model import SGDClassifier
+
+from worker.detectors._ngrams import featurize
+from worker.detectors.lexical import ARTIFACT
+from worker.training.data import Corpus
+from worker.training.mil import (
+    MALWARE_GROUP_POWER,
+    MilConfig,
+    artifact_weights,
+    choose_threshold,
+    cv_metrics,
+    fit_mil,
+    out_of_fold,
+)
+from worker.training.windows import explode
+
+BITS = 20
+SEED = 0
+
+
+@dataclass(frozen=True)
+class LexicalRecipe:
+    """Window geometry, regularisation and MIL settings of one policy's lexical model."""
+
+    window: int
+    overlap: int
+    alpha: float = 1e-5
+    epochs: int = 20
+    mil: MilConfig = MilConfig()
+
+
+RECIPES: dict[str, LexicalRecipe] = {
+    # Injections are a sentence or two: small windows keep them from being diluted by the
+    # benign text around them. 256-byte windows scored the same on train-CV (FNR+FPR 0.40 vs
+    # 0.41) at twice the scan cost, so 512 it is.
+    "prompt-injection": LexicalRecipe(window=512, overlap=128),
+    # Malicious code is a hook or a function: a few KB of diff is one unit.
+    "malicious-package": LexicalRecipe(
+        window=4096, overlap=512, epochs=10, mil=MilConfig(rounds=1, group_power=MALWARE_GROUP_POWER)
+    ),
+}
+
+
+def window_matrix(texts: list[str], recipe: LexicalRecipe) -> tuple[sp.csr_matrix, np.ndarray]:
+    """The sparse feature rows of every window (built by the run-time featurizer) and their owners."""
+    windows, owner = explode(texts, recipe.window, recipe.overlap)
+    rows, buckets, values = [], [], []
+    for start in range(0, len(windows), 256):
+        r, b, v = featurize(windows[start : start + 256], BITS)
+        rows.append(r + start)
+        buckets.append(b)
+        values.append(v)
+    matrix = sp.csr_matrix(
+        (np.concatenate(values), (np.concatenate(rows), np.concatenate(buckets))),
+        shape=(len(windows), 1 << BITS),
+        dtype=np.float32,
+    )
+    return matrix, owner
+
+
+def _classifier(recipe: LexicalRecipe) -> SGDClassifier:
+    return SGDClassifier(
+        loss="log_loss",
+        alpha=recipe.alpha,
+        max_iter=recipe.epochs,
+        tol=None,
+        average=True,
+        random_state=SEED,
+    )
+
+
+@dataclass(frozen=True)
+class LexicalResult:
+    oof_scores: np.ndarray
+    threshold_logit: float
+
+
+def train_lexical(policy: str, train: Corpus, out_dir: Path, log: bool = True) -> LexicalResult:
+    """Cross-validate on ``train`` by group, pick the threshold, fit on all of it, write the artifact."""
+    recipe = RECIPES[policy]
+    labels = np.asarray(train.labels)
+    matrix, owner = window_matrix(train.texts, recipe)
+    if log:
+        print(f"[lexical:{policy}] {matrix.shape[0]} windows, {matrix.nnz} non-zeros")
+    oof = out_of_fold(lambda: _classifier(recipe), matrix, owner, labels, train.groups, recipe.mil)
+    threshold = choose_threshold(oof, labels)
+    weights = artifact_weights(train.groups, labels, recipe.mil.group_power)
+    model = fit_mil(lambda: _classifier(recipe), matrix, owner, labels, weights, recipe.mil)
+    target = out_dir / policy
+    target.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(
+        target / ARTIFACT,
+        weights=model.coef_.reshape(-1).astype(np.float16),
+        bias=np.float32(model.intercept_[0]),
+        bits=np.int32(BITS),
+        window=np.int32(recipe.window),
+        overlap=np.int32(recipe.overlap),
+        threshold=np.float32(1.0 / (1.0 + np.exp(-threshold))),
+        **cv_metrics(oof, labels, threshold),
+    )
+    return LexicalResult(oof_scores=oof, threshold_logit=threshold)

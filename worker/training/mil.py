@@ -1,0 +1,137 @@
+"""Multiple-instance training on windows, group-aware out-of-fold scores and thresholds.
+
+A labelled artifact becomes several windows but only one label: a harmful
+email may hold its injection in one window out of ten. We train the window
+model as multiple-instance learning (MI-SVM style): every window of a harmless
+artifact is a negative; at first every window of a harmful artifact is a
+positive, then for ``rounds`` rounds only the witnesses stay positive (the
+windows whose logit is within ``margin`` of that artifact's best window).
+The artifact's score is its best window, exactly as at scan time.
+
+Training groups are unequal (one jailbreak corpus is a fifth of the
+prompt-injection data): each artifact is weighted ``1 / group_size**power`` so
+no family drowns the others, and the two classes carry equal total weight.
+Thresholds come from out-of-fold scores of a :class:`GroupKFold` on the
+``group`` field, never from dev.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+from sklearn.model_selection import GroupKFold
+
+# Malicious-package groups are packages (mostly of one record) and GuardDog rules (up to ~70
+# fixtures each): weighting 1/size would drown the GuardDog families, 1/sqrt(size) does not.
+MALWARE_GROUP_POWER = 0.5
+
+
+class WindowModel(Protocol):
+    def fit(self, x: Any, y: np.ndarray, sample_weight: np.ndarray) -> Any: ...
+
+    def decision_function(self, x: Any) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class MilConfig:
+    rounds: int = 2
+    margin: float = 1.0
+    group_power: float = 1.0
+    folds: int = 5
+
+
+def artifact_weights(groups: Sequence[str], labels: np.ndarray, power: float) -> np.ndarray:
+    """Per-artifact weights: ``1/group_size**power``, each class summing to the same total."""
+    sizes = Counter(groups)
+    weights = np.array([sizes[g] ** -power for g in groups], dtype=np.float64)
+    for label in (0, 1):
+        mask = labels == label
+        if mask.any():
+            weights[mask] *= len(labels) / (2.0 * weights[mask].sum())
+    return weights
+
+
+def best_window(logits: np.ndarray, owner: np.ndarray, count: int) -> np.ndarray:
+    """Each artifact's maximum window logit."""
+    best = np.full(count, -np.inf)
+    np.maximum.at(best, owner, logits)
+    return best
+
+
+def fit_mil(
+    make: Callable[[], WindowModel],
+    x: Any,
+    owner: np.ndarray,
+    labels: np.ndarray,
+    weights: np.ndarray,
+    config: MilConfig,
+) -> WindowModel:
+    """Fit a window model on ``x`` (rows owned by artifacts ``owner``) by witness refinement."""
+    window_labels = labels[owner]
+    window_weights = weights[owner]
+    keep = np.ones(len(owner), dtype=bool)
+    model = make()
+    for round_ in range(config.rounds + 1):
+        model = make()
+        kept_weights = window_weights[keep]
+        model.fit(x[keep], window_labels[keep], sample_weight=kept_weights / kept_weights.mean())
+        if round_ == config.rounds:
+            break
+        logits = model.decision_function(x)
+        best = best_window(logits, owner, len(labels))
+        keep = (window_labels == 0) | (logits >= best[owner] - config.margin)
+    return model
+
+
+def out_of_fold(
+    make: Callable[[], WindowModel],
+    x: Any,
+    owner: np.ndarray,
+    labels: np.ndarray,
+    groups: Sequence[str],
+    config: MilConfig,
+) -> np.ndarray:
+    """Artifact scores (max window logit) from models that never saw the artifact's group."""
+    weights = artifact_weights(groups, labels, config.group_power)
+    scores = np.zeros(len(labels))
+    splitter = GroupKFold(n_splits=config.folds)
+    for train, test in splitter.split(np.zeros(len(labels)), labels, np.asarray(groups)):
+        in_train = np.isin(owner, train)
+        in_test = np.isin(owner, test)
+        local = np.full(len(labels), -1)
+        local[train] = np.arange(len(train))
+        model = fit_mil(make, x[in_train], local[owner[in_train]], labels[train], weights[train], config)
+        best = best_window(model.decision_function(x[in_test]), owner[in_test], len(labels))
+        scores[test] = best[test]
+    return scores
+
+
+def choose_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The logit cut that minimises FNR + FPR on out-of-fold scores (midpoint between neighbours)."""
+    candidates = np.unique(scores)
+    positives = np.sort(scores[labels == 1])
+    negatives = np.sort(scores[labels == 0])
+    fnr = np.searchsorted(positives, candidates, side="left") / max(1, positives.size)
+    fpr = 1.0 - np.searchsorted(negatives, candidates, side="left") / max(1, negatives.size)
+    index = int(np.argmin(fnr + fpr))
+    lower = candidates[index - 1] if index > 0 else candidates[index] - 1.0
+    return float((lower + candidates[index]) / 2.0)
+
+
+def error_rates(scores: np.ndarray, labels: np.ndarray, threshold: float) -> tuple[float, float]:
+    """``(FNR, FPR)`` of ``scores >= threshold`` as harmful."""
+    harmful = scores >= threshold
+    fnr = float(np.mean(~harmful[labels == 1])) if (labels == 1).any() else 0.0
+    fpr = float(np.mean(harmful[labels == 0])) if (labels == 0).any() else 0.0
+    return fnr, fpr
+
+
+def cv_metrics(scores: np.ndarray, labels: np.ndarray, threshold: float) -> dict[str, np.ndarray]:
+    """Out-of-fold FNR, FPR and accuracy, stored in the artifact for the measuring script."""
+    fnr, fpr = error_rates(scores, labels, threshold)
+    accuracy = float(np.mean((scores >= threshold) == (labels == 1)))
+    return {"cv_fnr": np.float32(fnr), "cv_fpr": np.float32(fpr), "cv_accuracy": np.float32(accuracy)}

@@ -1,0 +1,143 @@
+"""Train the ``semantic`` head of one policy and write ``worker/models/<policy>/semantic.npz``.
+
+Features are computed by the run-time :class:`StaticEmbedding` from the
+shipped (distilled) matrix, so training and scanning see the same numbers.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+from sklearn.preprocessing import StandardScaler
+
+from worker.detectors._embedding import EMBEDDING_DIR, Head, StaticEmbedding
+from worker.detectors.semantic import ARTIFACT
+from worker.training.data import Corpus
+from worker.training.mil import (
+    MALWARE_GROUP_POWER,
+    MilConfig,
+    artifact_weights,
+    choose_threshold,
+    cv_metrics,
+    fit_mil,
+    out_of_fold,
+)
+from worker.training.windows import explode
+
+SEED = 0
+
+
+@dataclass(frozen=True)
+class SemanticRecipe:
+    """Window geometry, regularisation and MIL settings of one policy's semantic head."""
+
+    window: int
+    overlap: int
+    c: float = 1.0
+    hidden: int = 0  # 0: logistic regression; else one ReLU layer of this width
+    mil: MilConfig = MilConfig()
+
+
+RECIPES: dict[str, SemanticRecipe] = {
+    # Injections are about intent, which a linear read of pooled vectors misses more often
+    # than a small MLP does (group-CV AUC 0.85 vs 0.78 on train).
+    "prompt-injection": SemanticRecipe(window=512, overlap=128, c=1e-2, hidden=64, mil=MilConfig(rounds=1)),
+    "malicious-package": SemanticRecipe(
+        window=2048, overlap=256, mil=MilConfig(rounds=1, group_power=MALWARE_GROUP_POWER)
+    ),
+}
+
+
+class ScaledHead:
+    """Standardise, then an L2 logistic regression or a one-hidden-layer ReLU MLP."""
+
+    def __init__(self, recipe: SemanticRecipe) -> None:
+        self.scaler = StandardScaler()
+        self.classifier: LogisticRegression | MLPClassifier
+        if recipe.hidden:
+            self.classifier = MLPClassifier(
+                hidden_layer_sizes=(recipe.hidden,), alpha=recipe.c, max_iter=80, random_state=SEED
+            )
+        else:
+            self.classifier = LogisticRegression(C=recipe.c, max_iter=3000)
+
+    def fit(self, x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray) -> ScaledHead:
+        self.scaler.fit(x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            self.classifier.fit(self.scaler.transform(x), y, sample_weight=sample_weight)
+        return self
+
+    def decision_function(self, x: np.ndarray) -> np.ndarray:
+        """Logits computed by the run-time :class:`Head` itself, so training and scanning agree."""
+        arrays = self.arrays()
+        head = Head(
+            weights=tuple(arrays[f"w{i}"] for i in range(int(arrays["layers"]))),
+            biases=tuple(arrays[f"b{i}"] for i in range(int(arrays["layers"]))),
+            mean=arrays["mean"],
+            scale=arrays["scale"],
+        )
+        return head.logits(x.astype(np.float32)).astype(np.float64)
+
+    def arrays(self) -> dict[str, Any]:
+        scale = np.where(self.scaler.scale_ > 0, self.scaler.scale_, 1.0)
+        if isinstance(self.classifier, LogisticRegression):
+            weights, biases = [self.classifier.coef_.T], [self.classifier.intercept_]
+        else:
+            weights, biases = list(self.classifier.coefs_), list(self.classifier.intercepts_)
+        layers = {f"w{i}": w.astype(np.float32) for i, w in enumerate(weights)}
+        layers.update({f"b{i}": b.astype(np.float32) for i, b in enumerate(biases)})
+        return {
+            "layers": np.int32(len(weights)),
+            "mean": self.scaler.mean_.astype(np.float32),
+            "scale": scale.astype(np.float32),
+            **layers,
+        }
+
+
+def window_features(
+    texts: list[str], embedding: StaticEmbedding, recipe: SemanticRecipe
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pooled embedding features of every window (run-time code) and their owners."""
+    windows, owner = explode(texts, recipe.window, recipe.overlap)
+    chunks = [embedding.features(windows[i : i + 512]) for i in range(0, len(windows), 512)]
+    return np.concatenate(chunks), owner
+
+
+@dataclass(frozen=True)
+class SemanticResult:
+    oof_scores: np.ndarray
+    threshold_logit: float
+
+
+def train_semantic(policy: str, train: Corpus, out_dir: Path, log: bool = True) -> SemanticResult:
+    """Cross-validate on ``train`` by group, pick the threshold, fit on all of it, write the head."""
+    recipe = RECIPES[policy]
+    embedding = StaticEmbedding.load(out_dir / EMBEDDING_DIR)
+    labels = np.asarray(train.labels)
+    features, owner = window_features(train.texts, embedding, recipe)
+    if log:
+        print(f"[semantic:{policy}] {features.shape[0]} windows of {features.shape[1]} features")
+    oof = out_of_fold(lambda: ScaledHead(recipe), features, owner, labels, train.groups, recipe.mil)
+    threshold = choose_threshold(oof, labels)
+    weights = artifact_weights(train.groups, labels, recipe.mil.group_power)
+    model = fit_mil(lambda: ScaledHead(recipe), features, owner, labels, weights, recipe.mil)
+    assert isinstance(model, ScaledHead)
+    target = out_dir / policy
+    target.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(
+        target / ARTIFACT,
+        **model.arrays(),
+        window=np.int32(recipe.window),
+        overlap=np.int32(recipe.overlap),
+        threshold=np.float32(1.0 / (1.0 + np.exp(-threshold))),
+        **cv_metrics(oof, labels, threshold),
+    )
+    return SemanticResult(oof_scores=oof, threshold_logit=threshold)

@@ -1,0 +1,21 @@
+"""Cut a corpus into the same byte windows the detectors scan."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from worker.detectors._windows import window_spans, window_texts
+
+
+def explode(texts: Sequence[str], window: int, overlap: int) -> tuple[list[str], np.ndarray]:
+    """Every window of every text, and the index of the text that owns each window."""
+    windows: list[str] = []
+    owners: list[int] = []
+    for index, text in enumerate(texts):
+        data = text.encode("utf-8")
+        pieces = window_texts(data, window_spans(len(data), window, overlap))
+        windows.extend(pieces)
+        owners.extend([index] * len(pieces))
+    return windows, np.asarray(owners, dtype=np.int64)
