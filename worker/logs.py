@@ -21,6 +21,7 @@ def configure_logging(level: int = logging.INFO, json_logs: bool | None = None) 
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        # resolve sys.stderr per logger, so a swapped stream (tests, daemonisation) is never stale
+        logger_factory=lambda *_: structlog.PrintLogger(sys.stderr),
         cache_logger_on_first_use=False,
     )
