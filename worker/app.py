@@ -44,6 +44,10 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
         from worker.preload import on_worker_init
 
         worker_init.connect(on_worker_init, weak=False, dispatch_uid="canary-preload")
+    if not eager:
+        from worker.metrics import connect_worker_exporter
+
+        connect_worker_exporter()  # the main process serves /metrics when CANARY_METRICS_PORT != 0
     import worker.tasks  # noqa: F401  (registers the shared tasks on this app)
 
     return app
