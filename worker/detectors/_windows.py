@@ -13,9 +13,10 @@ import threading
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
-from worker.core.detector import verdict_output
+from policies.schema import HarmPolicy
+from worker.core.detector import Artifact, verdict_output
 from worker.core.models import Answer, Coverage, Verdict
 from worker.core.segment import coverage_of, segment_spans
 
@@ -65,3 +66,34 @@ def scored_answer(
     verdict: Verdict = "harmful" if score >= threshold else "harmless"
     coverage: Coverage = coverage_of(spans, len(data), window, overlap)
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score)
+
+
+class WindowedModel(Protocol):
+    threshold: float
+    window: int
+    overlap: int
+
+    def probabilities(self, texts: list[str]) -> list[float]: ...
+
+
+class WindowedModelDetector:
+    """A local model that scores every window of the artifact; the highest window decides.
+
+    Subclasses name their ``backend`` and say how to ``load`` the policy's model;
+    ``threshold`` overrides the trained one, ``models_dir`` the shipped artifacts.
+    """
+
+    backend: ClassVar[str]
+
+    def __init__(self, name: str | None = None, threshold: float | None = None, **options: Any) -> None:
+        self.name = name or self.backend
+        self.threshold = threshold
+        self.models_dir: Path | None = Path(options["models_dir"]) if "models_dir" in options else None
+
+    def load(self, policy_id: str) -> WindowedModel:
+        raise NotImplementedError
+
+    def answer(self, artifact: Artifact, policy: HarmPolicy) -> Answer:
+        model = self.load(policy.id)
+        threshold = model.threshold if self.threshold is None else self.threshold
+        return scored_answer(artifact.data, model.probabilities, threshold, model.window, model.overlap)

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from policies.schema import HarmPolicy
-from worker.core.detector import Artifact
 from worker.core.errors import DetectorError
-from worker.core.models import Answer, ErrorKind
+from worker.core.models import ErrorKind
 from worker.detectors._embedding import EMBEDDING_DIR, Head, StaticEmbedding
-from worker.detectors._windows import cached, models_dir, scored_answer
+from worker.detectors._windows import WindowedModelDetector, cached, models_dir
 
 ARTIFACT = "semantic.npz"
 
@@ -70,17 +67,10 @@ def load_model(policy_id: str, directory: Path | None = None) -> SemanticModel:
     return cached("semantic", str(path), load)
 
 
-class SemanticDetector:
+class SemanticDetector(WindowedModelDetector):
     """Votes with the policy's embedding head; ``threshold`` overrides the trained one."""
 
     backend = "semantic"
 
-    def __init__(self, name: str = "semantic", threshold: float | None = None, **options: Any) -> None:
-        self.name = name
-        self.threshold = threshold
-        self.models_dir: Path | None = Path(options["models_dir"]) if "models_dir" in options else None
-
-    def answer(self, artifact: Artifact, policy: HarmPolicy) -> Answer:
-        model = load_model(policy.id, self.models_dir)
-        threshold = model.threshold if self.threshold is None else self.threshold
-        return scored_answer(artifact.data, model.probabilities, threshold, model.window, model.overlap)
+    def load(self, policy_id: str) -> SemanticModel:
+        return load_model(policy_id, self.models_dir)
