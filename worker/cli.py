@@ -17,7 +17,6 @@ app = typer.Typer(
 )
 
 
-
 @app.callback()
 def _setup() -> None:
     """Canary Gate: classify untrusted artifacts before an AI agent reads them."""
@@ -265,8 +264,14 @@ def review_list(
     from worker.runtime import build_runtime
 
     for gate in waiting(build_runtime(_settings(), role="reviewer"), limit):
-        row = {"gate_id": gate.id, "policy": gate.policy_id, "reason": gate.reason, "sha256": gate.sha256,
-               "source": gate.source, "since": gate.updated_at.isoformat()}
+        row = {
+            "gate_id": gate.id,
+            "policy": gate.policy_id,
+            "reason": gate.reason,
+            "sha256": gate.sha256,
+            "source": gate.source,
+            "since": gate.updated_at.isoformat(),
+        }
         typer.echo(json.dumps(row) if json_out else "\t".join(str(v) for v in row.values()))
 
 

@@ -191,8 +191,14 @@ class GateRepo:
         stmt = (
             update(Gate)
             .where(col(Gate.id) == gate_id, col(Gate.status).in_(OPEN_STATUSES))
-            .values(status=decision, decision=decision, reason=reason[:500], report=report,
-                    updated_at=now, decided_at=now)
+            .values(
+                status=decision,
+                decision=decision,
+                reason=reason[:500],
+                report=report,
+                updated_at=now,
+                decided_at=now,
+            )
             .returning(col(Gate.sha256))
         )
         with Session(self.engine, expire_on_commit=False) as session:

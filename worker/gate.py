@@ -104,14 +104,18 @@ def detect_step(rt: Runtime, gate_id: str, detector_name: str, ref: dict[str, An
         policy = gate_policy(gate)
         spec = next((d for d in policy.quorum.detectors if d.name == detector_name), None)
         if spec is None:
-            return error_vote(detector_name, backend, ErrorKind.missing, "detector not in policy", 0, gate.size)
+            return error_vote(
+                detector_name, backend, ErrorKind.missing, "detector not in policy", 0, gate.size
+            )
         detector = detector_for(policy, spec)
         backend = detector.backend
         artifact = load_artifact(rt, gate)
         answer = detector.answer(artifact, policy)
         elapsed = (time.perf_counter() - started) * 1000
         if elapsed > spec.timeout_s * 1000:
-            return error_vote(detector_name, backend, ErrorKind.timeout, "answer came too late", elapsed, gate.size)
+            return error_vote(
+                detector_name, backend, ErrorKind.timeout, "answer came too late", elapsed, gate.size
+            )
         return cast_vote(detector_name, backend, answer, policy.protocol, elapsed)
     except DetectorError as exc:
         kind, detail = exc.kind, f"{type(exc).__name__}: {exc.message}"
@@ -164,7 +168,12 @@ def decide_step(
 
 
 def build_report(
-    gate: Gate, decision: str, reason: str, precheck: PrecheckResult, votes: Sequence[Vote], precheck_ms: float
+    gate: Gate,
+    decision: str,
+    reason: str,
+    precheck: PrecheckResult,
+    votes: Sequence[Vote],
+    precheck_ms: float,
 ) -> Report:
     valid = [v.coverage for v in votes if v.valid and v.coverage is not None]
     scanned = min((c.scanned_bytes for c in valid), default=gate.size if precheck.verdict == "harmful" else 0)

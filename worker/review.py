@@ -43,14 +43,21 @@ def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, not
     body = json.dumps(report, sort_keys=True)
     if decision == "quarantine":
         rt.quarantine.put(f"{gate.id}/artifact", rt.reader.get(gate.object_key), encrypt=True)
-        rt.quarantine.put(f"{gate.id}/report.json", body.encode(), encrypt=True, content_type="application/json")
+        rt.quarantine.put(
+            f"{gate.id}/report.json", body.encode(), encrypt=True, content_type="application/json"
+        )
     actor = f"person:{person}"
     with Session(rt.repo.engine) as session:
         changed = session.execute(
             update(Gate)
             .where(col(Gate.id) == gate_id, col(Gate.status) == "review")
-            .values(status=decision, decision=decision, report=body, updated_at=utcnow(),
-                    reason=f"reviewed by {person}: {decision}")
+            .values(
+                status=decision,
+                decision=decision,
+                report=body,
+                updated_at=utcnow(),
+                reason=f"reviewed by {person}: {decision}",
+            )
         ).rowcount
         if not changed:
             raise ReviewError(f"gate {gate_id} left review meanwhile")

@@ -8,11 +8,9 @@ from celery import chord, current_app, shared_task
 from sqlalchemy.exc import OperationalError
 
 from worker.core.errors import StorageError
-
 from worker.core.models import PrecheckResult
 from worker.gate import GateSkip, begin, decide_step, detect_step, fail, gate_ref, parse_votes, precheck_step
 from worker.runtime import runtime_for
-
 
 # Infrastructure hiccups (database restart, S3 blip) retry with backoff; the gate stays open
 # meanwhile and the sweeper is the backstop if retries run out.
@@ -72,7 +70,9 @@ def decide_task(
 ) -> str:
     """The chord callback: quorum, report, routing. Idempotent on redelivery."""
     rt = runtime_for(self.app)
-    report = decide_step(rt, gate_id, PrecheckResult.model_validate(precheck), parse_votes(votes), precheck_ms)
+    report = decide_step(
+        rt, gate_id, PrecheckResult.model_validate(precheck), parse_votes(votes), precheck_ms
+    )
     return report.decision if report else "skip"
 
 

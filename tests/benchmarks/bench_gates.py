@@ -67,9 +67,21 @@ def ensure_database(url: str) -> None:
 def start_worker(env: dict[str, str], workers: int, log: Path) -> subprocess.Popen[bytes]:
     fh = log.open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "worker", "worker", f"--concurrency={workers}", "--loglevel=WARNING",
-         "--without-mingle", "--without-gossip"],
-        cwd=ROOT, env={**os.environ, **env}, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "worker",
+            "worker",
+            f"--concurrency={workers}",
+            "--loglevel=WARNING",
+            "--without-mingle",
+            "--without-gossip",
+        ],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=fh,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     return proc
 
@@ -95,8 +107,10 @@ def cpu_seconds(pid: int) -> float:
     """User+system CPU of a process and its children (the prefork pool), from /proc."""
     total = 0.0
     tick = os.sysconf("SC_CLK_TCK")
-    pids = [pid] + [int(p) for p in subprocess.run(
-        ["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()]
+    pids = [pid] + [
+        int(p)
+        for p in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    ]
     for p in pids:
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
@@ -119,18 +133,23 @@ def run(env: dict[str, str], workers: int, n: int, alone: int, tmp: Path) -> dic
     rt = build_runtime(settings, role="bench")
     app = Celery(broker=env["CANARY_BROKER_URL"])
     with app.producer_or_acquire() as producer:
+
         def enqueue(gid: str) -> None:
             app.send_task("canary.precheck", (gid,), producer=producer, queue=settings.task_queue)
 
         t0 = time.perf_counter()
-        ids = [submit_artifact(rt, f"bench artifact {i}".encode(), [POLICY], enqueue).gates[0].id
-               for i in range(n)]
+        ids = [
+            submit_artifact(rt, f"bench artifact {i}".encode(), [POLICY], enqueue).gates[0].id
+            for i in range(n)
+        ]
         intake_s = time.perf_counter() - t0
 
         proc = start_worker(env, workers, tmp / f"worker-{workers}.log")
         try:
             deadline = time.monotonic() + 60
-            while b"ready" not in (tmp / f"worker-{workers}.log").read_bytes() and time.monotonic() < deadline:
+            while (
+                b"ready" not in (tmp / f"worker-{workers}.log").read_bytes() and time.monotonic() < deadline
+            ):
                 time.sleep(0.05)
             cpu0 = cpu_seconds(proc.pid)
             wait_all(rt.repo, ids)
@@ -164,11 +183,15 @@ def run(env: dict[str, str], workers: int, n: int, alone: int, tmp: Path) -> dic
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--gates", type=int, default=1000)
     parser.add_argument("--alone", type=int, default=100, help="gates submitted one at a time for latency")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--s3", action="store_true", help="object store on a moto S3 server instead of a folder")
+    parser.add_argument(
+        "--s3", action="store_true", help="object store on a moto S3 server instead of a folder"
+    )
     args = parser.parse_args()
 
     broker = redis_url()
@@ -194,20 +217,30 @@ def main() -> None:
     if args.s3:
         port = free_port()
         moto = start_moto_server(port)
-        env.update({
-            "CANARY_OBJECT_STORE": "s3", "CANARY_S3_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-            "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
-        })
+        env.update(
+            {
+                "CANARY_OBJECT_STORE": "s3",
+                "CANARY_S3_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+                "AWS_ACCESS_KEY_ID": "bench",
+                "AWS_SECRET_ACCESS_KEY": "bench",
+                "AWS_DEFAULT_REGION": "us-east-1",
+            }
+        )
     try:
         store = "S3 (moto server)" if args.s3 else "local folder"
         print(f"# Redis broker+backend, Postgres rows, object store: {store}; trivial static detectors")
-        print(f"# machine: {os.cpu_count()} cores; {args.gates} gates saturated, {args.alone} submitted alone")
+        print(
+            f"# machine: {os.cpu_count()} cores; {args.gates} gates saturated, {args.alone} submitted alone"
+        )
         print("workers  gates/s  intake/s  worker-cpu-ms/gate  alone-p50-ms  alone-p95-ms  decisions")
         for w in args.workers:
             r = run(env, w, args.gates, args.alone, tmp)
             print(flush=True, end="")
-            print(f"{r['workers']:>7}  {r['gates_per_s']:7.1f}  {r['intake_per_s']:8.1f}  "
-                  f"{r['cpu_ms_per_gate']:18.2f}  {r['alone_p50_ms']:12.2f}  {r['alone_p95_ms']:12.2f}  {r['statuses']}", flush=True)
+            print(
+                f"{r['workers']:>7}  {r['gates_per_s']:7.1f}  {r['intake_per_s']:8.1f}  "
+                f"{r['cpu_ms_per_gate']:18.2f}  {r['alone_p50_ms']:12.2f}  {r['alone_p95_ms']:12.2f}  {r['statuses']}",
+                flush=True,
+            )
             # drain allowed messages so the bench queue does not grow across runs
         reset(env)
     finally:

@@ -19,8 +19,14 @@ def test_both_policies_ship_and_validate():
 
 
 BASE = {
-    "id": "x", "version": "1", "harm_definition": "d", "input_description": "i",
-    "quorum": {"required": 2, "detectors": [{"name": "a", "kind": "static"}, {"name": "b", "kind": "static"}]},
+    "id": "x",
+    "version": "1",
+    "harm_definition": "d",
+    "input_description": "i",
+    "quorum": {
+        "required": 2,
+        "detectors": [{"name": "a", "kind": "static"}, {"name": "b", "kind": "static"}],
+    },
 }
 
 

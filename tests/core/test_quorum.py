@@ -11,7 +11,10 @@ NAMES = ("a", "b", "c")
 
 def vote(name: str, verdict: str | None = None, error: ErrorKind | None = None, scanned: int = 10) -> Vote:
     return Vote(
-        detector=name, backend="t", verdict=verdict, error=error,
+        detector=name,
+        backend="t",
+        verdict=verdict,
+        error=error,
         coverage=Coverage(total_bytes=10, scanned_bytes=scanned),
     )
 

@@ -54,8 +54,10 @@ def test_kill_minus_nine_mid_run_loses_nothing(service_env, start_worker, tmp_pa
         report = json.loads(gate.report)
         if gate.status == "allow":
             valid_harmless = {
-                v["detector"] for v in report["votes"]
-                if v["verdict"] == "harmless" and v["error"] is None
+                v["detector"]
+                for v in report["votes"]
+                if v["verdict"] == "harmless"
+                and v["error"] is None
                 and v["coverage"]["scanned_bytes"] >= v["coverage"]["total_bytes"]
             }
             assert len(valid_harmless) >= 2, gate.id

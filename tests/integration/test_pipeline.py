@@ -23,8 +23,12 @@ def canary(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     import os
 
     return subprocess.run(
-        [sys.executable, "-m", "worker", *args], cwd=ROOT, env={**os.environ, **env},
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "worker", *args],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -65,15 +69,25 @@ def test_submit_routes_each_decision_to_its_destination(service_env, start_worke
     """Allowed items reach canary.allowed, quarantined ones the encrypted bucket, the rest review."""
     start_worker(service_env, concurrency=2)
     out = canary(
-        service_env, "submit", "--json",
-        "--policy", str(FIXTURES / "trivial.yaml"), str(FIXTURES / "trivial.yaml"),
+        service_env,
+        "submit",
+        "--json",
+        "--policy",
+        str(FIXTURES / "trivial.yaml"),
+        str(FIXTURES / "trivial.yaml"),
     )
     assert out.returncode == 0, out.stderr
     allow_id = json.loads(out.stdout.splitlines()[0])["gate_id"]
     ids = {"allow": allow_id}
     for policy in ("harmful", "malformed"):
-        res = canary(service_env, "submit", "--json", "--policy", str(FIXTURES / f"{policy}.yaml"),
-                     str(FIXTURES / "trivial.yaml"))
+        res = canary(
+            service_env,
+            "submit",
+            "--json",
+            "--policy",
+            str(FIXTURES / f"{policy}.yaml"),
+            str(FIXTURES / "trivial.yaml"),
+        )
         assert res.returncode == 0, res.stderr
         ids[policy] = json.loads(res.stdout)["gate_id"]
     gates, repo = wait_terminal(list(ids.values()))

@@ -36,7 +36,9 @@ def test_scan_exits_one_when_anything_is_held_back(run, tmp_path):
     """A quarantined item -> exit 1."""
     f = tmp_path / "a.txt"
     f.write_text("hello")
-    result = run("scan", "--policy", str(FIXTURES / "trivial.yaml"), "--policy", str(FIXTURES / "harmful.yaml"), str(f))
+    result = run(
+        "scan", "--policy", str(FIXTURES / "trivial.yaml"), "--policy", str(FIXTURES / "harmful.yaml"), str(f)
+    )
     assert result.exit_code == 1
     assert "quarantine" in result.output
 
@@ -45,8 +47,14 @@ def test_scan_json_prints_one_report_per_line(run, tmp_path):
     """--json prints one report object per gate, keyed by decision."""
     for name in ("a", "b"):
         (tmp_path / f"{name}.txt").write_text(name)
-    result = run("scan", "--json", "--policy", str(FIXTURES / "malformed.yaml"), str(tmp_path / "a.txt"),
-                 str(tmp_path / "b.txt"))
+    result = run(
+        "scan",
+        "--json",
+        "--policy",
+        str(FIXTURES / "malformed.yaml"),
+        str(tmp_path / "a.txt"),
+        str(tmp_path / "b.txt"),
+    )
     reports = [json.loads(line) for line in result.output.strip().splitlines()]
     assert [r["decision"] for r in reports] == ["review", "review"]
     assert result.exit_code == 1
@@ -54,13 +62,20 @@ def test_scan_json_prints_one_report_per_line(run, tmp_path):
 
 def test_scan_reads_stdin(run):
     """`-` reads the artifact from standard input."""
-    result = CliRunner().invoke(app, ["scan", "--json", "--policy", str(FIXTURES / "trivial.yaml"), "-"], input="from stdin")
+    result = CliRunner().invoke(
+        app, ["scan", "--json", "--policy", str(FIXTURES / "trivial.yaml"), "-"], input="from stdin"
+    )
     assert json.loads(result.output)["decision"] == "allow"
 
 
 @pytest.mark.parametrize(
     "args",
-    [("scan", "/no/such/file"), ("scan", "--policy", "no-such-policy", "README.md"), ("scan",), ("scan", "--bogus", "x")],
+    [
+        ("scan", "/no/such/file"),
+        ("scan", "--policy", "no-such-policy", "README.md"),
+        ("scan",),
+        ("scan", "--bogus", "x"),
+    ],
 )
 def test_usage_errors_exit_two(run, args):
     """Missing files, unknown policies, missing or unknown arguments exit 2."""
