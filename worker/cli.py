@@ -120,7 +120,9 @@ def _print_table(rows: list[tuple[str, Any]]) -> None:
         table.add_column(column, overflow="fold")
     for name, g in rows:
         colour = colours.get(g.status, "white")
-        table.add_row(name, g.policy_id, f"[{colour}]{g.status}[/]", g.reason or "", str(g.size), g.id[:12])
+        reason = g.reason or ""
+        reason = reason if len(reason) <= 60 else reason[:57] + "..."
+        table.add_row(name, g.policy_id, f"[{colour}]{g.status}[/]", reason, str(g.size), g.id[:12])
     Console().print(table)
     counts = {s: sum(1 for _, g in rows if g.status == s) for s in ("allow", "quarantine", "review")}
     Console().print(", ".join(f"{n} {s}" for s, n in counts.items()))
