@@ -1,4 +1,4 @@
-"""Files, folders and stdin as artifacts."""
+"""Files, folders, stdin and registry releases as artifacts."""
 
 from __future__ import annotations
 
@@ -6,17 +6,28 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from producers.registry import RegistryError, is_spec
+
 
 class InputError(Exception):
-    """A path given on the command line cannot be read."""
+    """An input given on the command line cannot be read."""
 
 
 def expand_paths(paths: Sequence[str]) -> list[str]:
-    """Files as given, folders walked recursively (sorted, hidden entries skipped), ``-`` for stdin."""
+    """Files as given, folders walked recursively (sorted, hidden entries skipped), ``-`` for stdin.
+
+    Registry specs (``pypi:NAME[==VER]``, ``npm:NAME[@VER]``) pass through, and
+    ``@LIST`` reads a file of inputs, one per line (``#`` comments and blank
+    lines skipped): the shape of a nightly registry batch.
+    """
     out: list[str] = []
     for raw in paths:
-        if raw == "-":
+        if raw == "-" or (is_spec(raw) and not Path(raw).exists()):
             out.append(raw)
+            continue
+        if raw.startswith("@") and Path(raw[1:]).is_file():
+            lines = Path(raw[1:]).read_text().splitlines()
+            out.extend(expand_paths([s for line in lines if (s := line.strip()) and not s.startswith("#")]))
             continue
         path = Path(raw)
         if path.is_dir():
@@ -32,10 +43,34 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
     return out
 
 
-def read_inputs(paths: Sequence[str]) -> Iterator[tuple[str, bytes]]:
-    """Yield ``(source name, bytes)`` for each expanded path."""
-    for name in paths:
-        if name == "-":
-            yield "<stdin>", sys.stdin.buffer.read()
-        else:
-            yield name, Path(name).read_bytes()
+def read_inputs(paths: Sequence[str], errors: list[str] | None = None) -> Iterator[tuple[str, bytes]]:
+    """Yield ``(source name, bytes)`` for each expanded input.
+
+    A registry release that cannot be fetched, verified or opened raises
+    :class:`InputError`, or, when ``errors`` is given, is recorded there and the
+    batch goes on (the caller reports it and exits non-zero).
+    """
+    client = None
+    try:
+        for name in paths:
+            if name == "-":
+                yield "<stdin>", sys.stdin.buffer.read()
+            elif is_spec(name) and not Path(name).exists():
+                import httpx
+
+                from producers.registry import release_diff
+
+                client = client or httpx.Client(timeout=60.0, follow_redirects=True)
+                try:
+                    diff = release_diff(client, name)
+                except RegistryError as exc:
+                    if errors is None:
+                        raise InputError(str(exc)) from exc
+                    errors.append(str(exc))
+                    continue
+                yield diff.label, diff.data
+            else:
+                yield name, Path(name).read_bytes()
+    finally:
+        if client is not None:
+            client.close()

