@@ -93,6 +93,17 @@ def _semver_key(version: str) -> tuple[object, ...]:
     return (1, int(m.group(1)), int(m.group(2)), int(m.group(3)), pre_key)
 
 
+def _is_prerelease(eco: str, version: str) -> bool:
+    if eco == "npm":
+        return "-" in version.split("+", 1)[0]
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version).is_prerelease
+    except InvalidVersion:
+        return False
+
+
 # --- registry addresses -------------------------------------------------------------------------
 
 
@@ -356,7 +367,8 @@ def release_diff(client: httpx.Client, spec: str) -> ReleaseDiff:
     if not releases:
         raise RegistryError(f"{eco}:{name}: no downloadable releases")
     ordered = sorted(releases, key=key)
-    target = version or latest or ordered[-1]
+    final = [v for v in ordered if not _is_prerelease(eco, v)]
+    target = version or latest or (final or ordered)[-1]  # like pip/npm: newest final release
     if target not in releases:
         raise RegistryError(f"{eco}:{name}: no release {target}")
     older = [v for v in ordered if key(v) < key(target)]

@@ -123,9 +123,11 @@ def test_pypi_release_is_diffed_against_its_predecessor(served, client) -> None:
     old = tarball("demo_pkg-1.0.0", {"setup.py": SETUP_OLD, "demo/__init__.py": INIT})
     new = tarball("demo_pkg-1.0.1", {"setup.py": SETUP_NEW, "demo/__init__.py": INIT})
     yanked = tarball("demo_pkg-1.0.2", {"setup.py": b"import os\n"})
-    reg.pypi("demo-pkg", {"1.0.0": old, "1.0.1": new, "1.0.2": yanked}, yanked=("1.0.2",))
+    beta = tarball("demo_pkg-1.1.0b1", {"setup.py": SETUP_NEW})
+    reg.pypi("demo-pkg", {"1.0.0": old, "1.0.1": new, "1.0.2": yanked, "1.1.0b1": beta}, yanked=("1.0.2",))
 
-    diff = release_diff(client, "pypi:demo-pkg")  # newest non-yanked release
+    diff = release_diff(client, "pypi:demo-pkg")  # newest final, non-yanked release, as pip picks
+    assert release_diff(client, "pypi:demo-pkg==1.1.0b1").label == "pypi:demo-pkg:1.0.1->1.1.0b1"
 
     assert diff.label == "pypi:demo-pkg:1.0.0->1.0.1"
     text = diff.data.decode()
