@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import sys
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from producers.registry import RegistryError, is_spec
+import httpx
+
+from producers.registry import RegistryError, ReleaseDiff, is_spec, release_diff
 
 
 class InputError(Exception):
@@ -43,34 +47,50 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
     return out
 
 
-def read_inputs(paths: Sequence[str], errors: list[str] | None = None) -> Iterator[tuple[str, bytes]]:
-    """Yield ``(source name, bytes)`` for each expanded input.
+def read_inputs(
+    paths: Sequence[str], errors: list[str] | None = None, fetch_ahead: int = 8
+) -> Iterator[tuple[str, bytes]]:
+    """Yield ``(source name, bytes)`` for each expanded input, in order.
 
-    A registry release that cannot be fetched, verified or opened raises
-    :class:`InputError`, or, when ``errors`` is given, is recorded there and the
-    batch goes on (the caller reports it and exits non-zero).
+    Registry releases are fetched ``fetch_ahead`` at a time in threads (a
+    nightly batch is download-bound), still yielded in input order. One that
+    cannot be fetched, verified or opened raises :class:`InputError`, or, when
+    ``errors`` is given, is recorded there and the batch goes on (the caller
+    reports it and exits non-zero).
     """
-    client = None
-    try:
-        for name in paths:
-            if name == "-":
-                yield "<stdin>", sys.stdin.buffer.read()
-            elif is_spec(name) and not Path(name).exists():
-                import httpx
-
-                from producers.registry import release_diff
-
-                client = client or httpx.Client(timeout=60.0, follow_redirects=True)
+    names = iter(paths)
+    ahead: deque[tuple[str, Future[ReleaseDiff] | None]] = deque()
+    client: httpx.Client | None = None
+    with ThreadPoolExecutor(max_workers=fetch_ahead, thread_name_prefix="canary-fetch") as pool:
+        try:
+            while True:
+                while len(ahead) < fetch_ahead and (name := next(names, None)) is not None:
+                    if is_spec(name) and not Path(name).exists():
+                        client = client or httpx.Client(timeout=60.0, follow_redirects=True)
+                        ahead.append((name, pool.submit(release_diff, client, name)))
+                    else:
+                        ahead.append((name, None))
+                if not ahead:
+                    return
+                name, fetching = ahead.popleft()
+                if fetching is None:
+                    yield (
+                        ("<stdin>", sys.stdin.buffer.read())
+                        if name == "-"
+                        else (name, Path(name).read_bytes())
+                    )
+                    continue
                 try:
-                    diff = release_diff(client, name)
+                    diff = fetching.result()
                 except RegistryError as exc:
                     if errors is None:
                         raise InputError(str(exc)) from exc
                     errors.append(str(exc))
                     continue
                 yield diff.label, diff.data
-            else:
-                yield name, Path(name).read_bytes()
-    finally:
-        if client is not None:
-            client.close()
+        finally:
+            for _, pending in ahead:
+                if pending is not None:
+                    pending.cancel()
+            if client is not None:
+                client.close()

@@ -20,6 +20,7 @@ Nothing is truncated: an archive over the size limit is refused with an error
 from __future__ import annotations
 
 import base64
+import bisect
 import difflib
 import hashlib
 import io
@@ -29,7 +30,8 @@ import shutil
 import subprocess
 import tarfile
 import zipfile
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from urllib.parse import quote, urljoin
@@ -313,6 +315,108 @@ def _text(content: bytes) -> list[str] | None:
         return None
 
 
+def _matching_blocks(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int, int]]:
+    """Patience diff: common ends trimmed, lines unique to both sides anchor, the rest recurses.
+
+    Linear-ish on the large regenerated files releases are full of, where
+    difflib's matcher is quadratic; difflib is only used for gaps without a
+    unique common line.
+    """
+    matches: list[tuple[int, int]] = []
+    todo = [(0, len(a), 0, len(b))]
+    while todo:
+        alo, ahi, blo, bhi = todo.pop()
+        while alo < ahi and blo < bhi and a[alo] == b[blo]:
+            matches.append((alo, blo))
+            alo, blo = alo + 1, blo + 1
+        while alo < ahi and blo < bhi and a[ahi - 1] == b[bhi - 1]:
+            ahi, bhi = ahi - 1, bhi - 1
+            matches.append((ahi, bhi))
+        if alo == ahi or blo == bhi:
+            continue
+        count_a = Counter(a[alo:ahi])
+        count_b = Counter(b[blo:bhi])
+        where_b = {line: j for j, line in enumerate(b[blo:bhi], blo) if count_b[line] == 1}
+        pairs = [
+            (i, where_b[line])
+            for i, line in enumerate(a[alo:ahi], alo)
+            if count_a[line] == 1 and line in where_b
+        ]
+        if not pairs:
+            sm = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
+            for i, j, size in sm.get_matching_blocks():
+                matches.extend((alo + i + k, blo + j + k) for k in range(size))
+            continue
+        anchors = _longest_increasing(pairs)
+        pa, pb = alo, blo
+        for i, j in anchors:
+            todo.append((pa, i, pb, j))
+            matches.append((i, j))
+            pa, pb = i + 1, j + 1
+        todo.append((pa, ahi, pb, bhi))
+    blocks: list[tuple[int, int, int]] = []
+    for i, j in sorted(matches):
+        if blocks and blocks[-1][0] + blocks[-1][2] == i and blocks[-1][1] + blocks[-1][2] == j:
+            blocks[-1] = (blocks[-1][0], blocks[-1][1], blocks[-1][2] + 1)
+        else:
+            blocks.append((i, j, 1))
+    blocks.append((len(a), len(b), 0))
+    return blocks
+
+
+def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The longest run of ``pairs`` (sorted by a-position) whose b-positions increase (patience sorting)."""
+    tails: list[int] = []
+    tail_at: list[int] = []
+    back = [-1] * len(pairs)
+    for n, (_, j) in enumerate(pairs):
+        k = bisect.bisect_left(tails, j)
+        if k == len(tails):
+            tails.append(j)
+            tail_at.append(n)
+        else:
+            tails[k], tail_at[k] = j, n
+        back[n] = tail_at[k - 1] if k else -1
+    run: list[tuple[int, int]] = []
+    n = tail_at[-1]
+    while n >= 0:
+        run.append(pairs[n])
+        n = back[n]
+    return run[::-1]
+
+
+class _PatienceMatcher(difflib.SequenceMatcher):  # type: ignore[type-arg]
+    def get_matching_blocks(self) -> list[difflib.Match]:
+        if self.matching_blocks is None:
+            self.matching_blocks = [difflib.Match(*m) for m in _matching_blocks(self.a, self.b)]
+        return self.matching_blocks  # type: ignore[no-any-return]
+
+
+def _range(start: int, stop: int) -> str:
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"
+
+
+def _hunks(a: list[str], b: list[str], name_a: str, name_b: str, context: int = 3) -> Iterator[str]:
+    """``difflib.unified_diff``'s output, over the patience matcher."""
+    for number, group in enumerate(_PatienceMatcher(None, a, b).get_grouped_opcodes(context)):
+        if number == 0:
+            yield f"--- {name_a}\n"
+            yield f"+++ {name_b}\n"
+        first, last = group[0], group[-1]
+        yield f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n"
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                yield from (" " + line for line in a[i1:i2])
+                continue
+            if tag in ("replace", "delete"):
+                yield from ("-" + line for line in a[i1:i2])
+            if tag in ("replace", "insert"):
+                yield from ("+" + line for line in b[j1:j2])
+
+
 def unified_diff(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> bytes:
     """One git-style diff over every changed file (sorted by path); binary files by name."""
     out: list[str] = []
@@ -332,7 +436,7 @@ def unified_diff(old: Mapping[str, bytes], new: Mapping[str, bytes]) -> bytes:
         if lines_a is None or lines_b is None:
             out.append(f"Binary files {a} and {b} differ\n")
             continue
-        for line in difflib.unified_diff(lines_a, lines_b, a, b, n=3):
+        for line in _hunks(lines_a, lines_b, a, b):
             out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out).encode()
 

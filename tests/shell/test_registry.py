@@ -14,6 +14,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from producers import registry
@@ -267,3 +269,58 @@ def test_the_table_prints_names_as_given(tmp_path: Path, monkeypatch: pytest.Mon
 
     assert result.exit_code == 0, result.output
     assert "[bold]pypi:six:1.0" in result.stdout
+
+
+def test_fetch_ahead_keeps_input_order(served, tmp_path: Path) -> None:
+    reg, base = served
+    versions = [f"1.0.{i}" for i in range(12)]
+    reg.npm(
+        "demo-npm",
+        {v: tarball("package", npm_files(PKG_OLD | {"version": v})) for v in versions},
+        base,
+        latest=versions[-1],
+    )
+    (tmp_path / "f.txt").write_bytes(b"file")
+    specs = [f"npm:demo-npm@{v}" for v in reversed(versions)]
+    inputs = specs[:5] + [str(tmp_path / "f.txt")] + specs[5:]
+
+    labels = [name for name, _ in read_inputs(inputs, [], fetch_ahead=4)]
+
+    expected = [f"npm:demo-npm:{p}->{v}" for p, v in zip(versions[-2::-1], versions[:0:-1], strict=True)]
+    expected = expected[:5] + [str(tmp_path / "f.txt")] + expected[5:] + ["npm:demo-npm:1.0.0:new-package"]
+    assert labels == expected
+
+
+def apply_patch(a: list[str], diff: list[str]) -> list[str]:
+    """Apply one file's unified diff to ``a``, checking every context and removed line."""
+    body = diff[next(i for i, line in enumerate(diff) if line.startswith("+++ ")) + 1 :]
+    out: list[str] = []
+    pos = i = 0
+    while i < len(body):
+        old = body[i].split()[1][1:].split(",")
+        length = 1 if len(old) == 1 else int(old[1])
+        start = int(old[0]) - (1 if length else 0)
+        out.extend(a[pos:start])
+        pos, i = start, i + 1
+        while i < len(body) and not body[i].startswith("@@ "):
+            tag, text = body[i][0], body[i][1:]
+            if tag in " -":
+                assert a[pos] == text
+                pos += 1
+            if tag in " +":
+                out.append(text)
+            i += 1
+    return out + a[pos:]
+
+
+@given(
+    st.lists(st.sampled_from("abcdefgh"), max_size=40),
+    st.lists(st.sampled_from("abcdefghij"), max_size=40),
+)
+@settings(max_examples=300, deadline=None)
+def test_the_patience_diff_turns_old_into_new(old: list[str], new: list[str]) -> None:
+    a, b = [c + "\n" for c in old], [c + "\n" for c in new]
+    diff = unified_diff({"f": "".join(a).encode()}, {"f": "".join(b).encode()}).decode()
+    assert (diff == "") == (a == b)
+    if diff:
+        assert apply_patch(a, diff.splitlines(keepends=True)) == b
