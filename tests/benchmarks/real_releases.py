@@ -20,6 +20,7 @@ import json
 import logging
 import statistics
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from producers.files import expand_paths  # noqa: E402
+from worker.core.models import Report  # noqa: E402
 
 DEFAULT_LIST = Path(__file__).with_name("popular-releases.txt")
 
@@ -68,10 +70,17 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="one JSON line per gate, then the summary")
     args = parser.parse_args()
     policies = args.policy or ["malicious-package", "prompt-injection"]
-    from worker.api import scan
+    from worker.embedded import EmbeddedGate
     from worker.logs import configure_logging
+    from worker.settings import Settings
 
     configure_logging(logging.WARNING)
+    # A fresh data folder: the gate dedupes by content, and a re-run must gate again, not look up.
+    gate = EmbeddedGate(Settings(data_dir=Path(tempfile.mkdtemp(prefix="canary-releases-"))))
+
+    def scan(data: bytes, policy: str) -> Report:
+        submitted = gate.submit(data, [policy], source="real-releases")
+        return Report.model_validate_json(submitted.gates[0].report)
 
     specs = expand_paths([f"@{args.list}"])
     diffs = cached_diffs(specs, Path(args.cache))
