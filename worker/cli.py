@@ -148,9 +148,12 @@ def submit(
     policy: PolicyOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Store artifacts, create their gates and enqueue them on the configured broker."""
+    """Store artifacts, create their gates and enqueue them on the configured broker.
+
+    Artifacts given together are enqueued together, ``CANARY_BATCH_SIZE`` gates per message.
+    """
     from producers.files import read_inputs
-    from producers.intake import submit_artifact
+    from producers.intake import submit_many
     from worker.app import create_app
     from worker.core.errors import ConfigError
     from worker.runtime import build_runtime
@@ -163,20 +166,20 @@ def submit(
     except ConfigError as exc:
         raise _usage(str(exc)) from exc
     rt = build_runtime(settings, role="producer")
+    failed: list[str] = []
     with celery_app.producer_or_acquire() as producer:
 
-        def enqueue(gate_id: str) -> None:
-            celery_app.send_task("canary.precheck", (gate_id,), producer=producer)
+        def enqueue_batch(gate_ids: list[str]) -> None:
+            celery_app.send_task("canary.precheck", (gate_ids,), producer=producer)
 
-        failed: list[str] = []
-        for name, data in read_inputs(names, failed):
-            submitted = submit_artifact(rt, data, policies, enqueue, source=name)
-            for gate, new in zip(submitted.gates, submitted.created, strict=True):
-                if json_out:
-                    out = {"gate_id": gate.id, "policy": gate.policy_id, "sha256": gate.sha256}
-                    typer.echo(json.dumps(out | {"source": name, "status": gate.status, "new": new}))
-                else:
-                    typer.echo(f"{gate.id}\t{gate.policy_id}\t{gate.status}\t{name}")
+        submitted = submit_many(rt, read_inputs(names, failed), policies, enqueue_batch)
+    for sub in submitted:
+        for gate, new in zip(sub.gates, sub.created, strict=True):
+            if json_out:
+                out = {"gate_id": gate.id, "policy": gate.policy_id, "sha256": gate.sha256}
+                typer.echo(json.dumps(out | {"source": sub.source, "status": gate.status, "new": new}))
+            else:
+                typer.echo(f"{gate.id}\t{gate.policy_id}\t{gate.status}\t{sub.source}")
     _input_failures(failed)
 
 

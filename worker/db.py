@@ -8,8 +8,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Index, UniqueConstraint, event, text, update
-from sqlalchemy.engine import Engine
+from sqlalchemy import Index, UniqueConstraint, event, insert, text, update
+from sqlalchemy import select as core_select
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
@@ -110,6 +111,16 @@ def make_engine(url: str) -> Engine:
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """A gate's decision, ready to be recorded."""
+
+    gate_id: str
+    decision: str
+    reason: str
+    report: str
+
+
+@dataclass(frozen=True)
 class Resolution:
     """What finishing a gate means for the submissions it belongs to."""
 
@@ -165,51 +176,77 @@ class GateRepo:
         return {g.id: g for g in rows}
 
     def start(self, gate_id: str, actor: str) -> Gate | None:
-        """Mark a gate running and count the attempt; ``None`` if it is already decided.
+        """Mark a gate running and count the attempt; ``None`` if it is already decided."""
+        started = self.start_many([gate_id], actor)
+        return started[0] if started else None
 
-        One conditional ``UPDATE … RETURNING``: atomic without a separate row lock.
+    def start_many(self, gate_ids: Sequence[str], actor: str) -> list[Gate]:
+        """Mark the open gates among ``gate_ids`` running and count their attempt, in one transaction.
+
+        One conditional ``UPDATE … RETURNING`` for the whole batch: each row changes only if it
+        is still open, so a decided gate (a redelivered message) is left out of the result.
         """
+        ids = sorted(set(gate_ids))
+        if not ids:
+            return []
+        table = Gate.__table__  # type: ignore[attr-defined]
         stmt = (
-            update(Gate)
-            .where(col(Gate.id) == gate_id, col(Gate.status).in_(OPEN_STATUSES))
-            .values(status="running", attempts=col(Gate.attempts) + 1, updated_at=utcnow())
-            .returning(*Gate.__table__.c)  # type: ignore[attr-defined]
+            update(table)
+            .where(table.c.id.in_(ids), table.c.status.in_(OPEN_STATUSES))
+            .values(status="running", attempts=table.c.attempts + 1, updated_at=utcnow())
+            .returning(*table.c)
         )
-        with Session(self.engine) as session:
-            row = session.execute(stmt).mappings().first()
-            if row is None:
-                session.rollback()
-                return None
-            gate = Gate(**row)
-            self.audit(session, gate_id, "running", actor, f"attempt={gate.attempts}")
-            session.commit()
-            return gate
+        with self.engine.begin() as conn:
+            gates = [Gate(**row) for row in conn.execute(stmt).mappings()]
+            self._audit_many(conn, [(g.id, "running", f"attempt={g.attempts}") for g in gates], actor)
+        return gates
 
     def finish(self, gate_id: str, decision: str, reason: str, report: str, actor: str) -> Resolution:
         """Record the decision once; later calls (redeliveries) change nothing."""
+        won, publish = self.finish_many([Outcome(gate_id, decision, reason, report)], actor)
+        return Resolution(won=bool(won), publish=publish)
+
+    def finish_many(self, outcomes: Sequence[Outcome], actor: str) -> tuple[set[str], list[Submission]]:
+        """Record each gate's decision once, in one transaction; returns (gates won, submissions to publish).
+
+        Each gate's update is conditional on the gate still being open, so a redelivered
+        decide changes nothing for a gate decided meanwhile; the others of the batch still land.
+        """
+        table = Gate.__table__  # type: ignore[attr-defined]
         now = utcnow()
-        stmt = (
-            update(Gate)
-            .where(col(Gate.id) == gate_id, col(Gate.status).in_(OPEN_STATUSES))
-            .values(
-                status=decision,
-                decision=decision,
-                reason=reason[:500],
-                report=report,
-                updated_at=now,
-                decided_at=now,
-            )
-            .returning(col(Gate.sha256))
-        )
-        with Session(self.engine, expire_on_commit=False) as session:
-            sha256 = session.execute(stmt).scalar_one_or_none()
-            if sha256 is None:
-                session.rollback()
-                return Resolution(won=False, publish=[])
-            self.audit(session, gate_id, decision, actor, reason)
-            publish = self._resolve_submissions(session, sha256)
-            session.commit()
-            return Resolution(won=True, publish=publish)
+        won: dict[str, str] = {}
+        with self.engine.begin() as conn:
+            for out in sorted(outcomes, key=lambda o: o.gate_id):  # one lock order: no deadlocks
+                stmt = (
+                    update(table)
+                    .where(table.c.id == out.gate_id, table.c.status.in_(OPEN_STATUSES))
+                    .values(
+                        status=out.decision,
+                        decision=out.decision,
+                        reason=out.reason[:500],
+                        report=out.report,
+                        updated_at=now,
+                        decided_at=now,
+                    )
+                    .returning(table.c.sha256)
+                )
+                sha256 = conn.execute(stmt).scalar_one_or_none()
+                if sha256 is not None:
+                    won[out.gate_id] = sha256
+            by_id = {o.gate_id: o for o in outcomes}
+            self._audit_many(conn, [(gid, by_id[gid].decision, by_id[gid].reason) for gid in won], actor)
+            publish = self._resolve_submissions(conn, set(won.values())) if won else []
+        return set(won), publish
+
+    def _audit_many(self, conn: Connection, events: Sequence[tuple[str, str, str]], actor: str) -> None:
+        if not events:
+            return
+        now = utcnow()
+        rows = [
+            {"gate_id": gid, "at": now, "event": what, "actor": actor, "detail": detail[:500]}
+            for gid, what, detail in events
+        ]
+        conn.execute(insert(AuditEvent.__table__), rows)  # type: ignore[attr-defined]
 
     def _locked(self, session: Session, gate_id: str) -> Gate | None:
         stmt = select(Gate).where(Gate.id == gate_id)
@@ -217,38 +254,56 @@ class GateRepo:
             stmt = stmt.with_for_update()
         return session.exec(stmt).first()
 
-    def _resolve_submissions(self, session: Session, sha256: str) -> list[Submission]:
-        stmt = select(Submission).where(Submission.sha256 == sha256, Submission.status == "pending")
+    def _resolve_submissions(self, conn: Connection, sha256s: Iterable[str]) -> list[Submission]:
+        """Close the pending submissions of these artifacts whose gates are all decided."""
+        subs_t = Submission.__table__  # type: ignore[attr-defined]
+        gates_t = Gate.__table__  # type: ignore[attr-defined]
+        stmt = (
+            core_select(subs_t)
+            .where(subs_t.c.sha256.in_(sorted(set(sha256s))), subs_t.c.status == "pending")
+            .order_by(subs_t.c.id)
+        )
         if self._locks:
             stmt = stmt.with_for_update()
+        subs = [Submission(**row) for row in conn.execute(stmt).mappings()]
+        if not subs:
+            return []
+        wanted = {gid for sub in subs for gid in sub.gates}
+        statuses = dict(
+            conn.execute(core_select(gates_t.c.id, gates_t.c.status).where(gates_t.c.id.in_(wanted))).all()
+        )
         ready: list[Submission] = []
-        for sub in session.exec(stmt).all():
-            statuses = [g.status for g in session.exec(select(Gate).where(col(Gate.id).in_(sub.gates)))]
-            if len(statuses) < len(sub.gates) or any(s not in TERMINAL_STATUSES for s in statuses):
+        for sub in subs:
+            got = [statuses.get(gid) for gid in sub.gates]
+            if any(s not in TERMINAL_STATUSES for s in got):
                 continue
-            sub.status = "allow" if all(s == "allow" for s in statuses) else "blocked"
-            session.add(sub)
+            sub.status = "allow" if all(s == "allow" for s in got) else "blocked"
+            conn.execute(update(subs_t).where(subs_t.c.id == sub.id).values(status=sub.status))
             if sub.status == "allow":
                 ready.append(sub)
         return ready
 
     def resolve_now(self, sha256: str) -> list[Submission]:
         """Resolve submissions whose gates were all decided already (deduplicated intake)."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            ready = self._resolve_submissions(session, sha256)
-            session.commit()
-            return ready
+        with self.engine.begin() as conn:
+            return self._resolve_submissions(conn, [sha256])
 
     def mark_published(self, submission_id: str, gate_ids: Sequence[str], actor: str, detail: str) -> None:
         """Record that the allowed message went out, on the submission and in each gate's audit."""
-        with Session(self.engine) as session:
-            sub = session.get(Submission, submission_id)
-            if sub is not None:
-                sub.published = True
-                session.add(sub)
-            for gate_id in gate_ids:
-                self.audit(session, gate_id, "published", actor, detail)
-            session.commit()
+        self.mark_published_many([(submission_id, gate_ids)], actor, detail)
+
+    def mark_published_many(
+        self, published: Sequence[tuple[str, Sequence[str]]], actor: str, detail: str
+    ) -> None:
+        """``mark_published`` for several submissions in one transaction."""
+        if not published:
+            return
+        subs_t = Submission.__table__  # type: ignore[attr-defined]
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(subs_t).where(subs_t.c.id.in_([sid for sid, _ in published])).values(published=True)
+            )
+            self._audit_many(conn, [(gid, "published", detail) for _, ids in published for gid in ids], actor)
 
     def unpublished(self) -> list[Submission]:
         with Session(self.engine, expire_on_commit=False) as session:

@@ -42,6 +42,7 @@ class Settings(BaseSettings):
     result_expires_s: int = Field(default=86400, gt=0)
     metrics_port: int = 0
     preload: bool = True
+    batch_size: int = Field(default=32, ge=1, le=1000)
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

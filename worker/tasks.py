@@ -1,4 +1,4 @@
-"""Celery tasks: thin wrappers over ``worker.gate``. The broker only carries gate ids."""
+"""Celery tasks: thin wrappers over ``worker.gate``. The broker only carries gate ids and refs."""
 
 from __future__ import annotations
 
@@ -7,10 +7,22 @@ from typing import Any
 from celery import chord, current_app, shared_task
 from sqlalchemy.exc import OperationalError
 
+from policies import HarmPolicy
 from worker.core.errors import StorageError
 from worker.core.models import PrecheckResult
-from worker.gate import GateSkip, begin, decide_step, detect_step, fail, gate_ref, parse_votes, precheck_step
+from worker.db import Gate
+from worker.gate import (
+    Pending,
+    begin_many,
+    decide_many,
+    detect_many,
+    fail_many,
+    gate_ref,
+    precheck_step,
+    votes_by_gate,
+)
 from worker.runtime import runtime_for
+from worker.settings import Settings
 
 # Infrastructure hiccups (database restart, S3 blip) retry with backoff; the gate stays open
 # meanwhile and the sweeper is the backstop if retries run out.
@@ -24,62 +36,107 @@ RETRY = {
 
 
 @shared_task(bind=True, name="canary.precheck", ignore_result=True, **RETRY)
-def precheck_task(self: Any, gate_id: str) -> str:
-    """Pre-check the artifact; block early on decisive evidence, else fan out the detectors."""
+def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
+    """Pre-check a batch of gates; block early on decisive evidence, else fan out the detectors.
+
+    ``gate_ids`` is one id (a lone gate, the sweeper's re-enqueue) or the ids submitted
+    together. One chord per policy in the batch: one detect subtask per detector over all
+    of that policy's gates, then one decide callback.
+    """
+    ids = [gate_ids] if isinstance(gate_ids, str) else list(gate_ids)
     rt = runtime_for(self.app)
-    try:
-        started = begin(rt, gate_id)
-    except GateSkip:
-        return "skip"
-    if started is None:
-        return "review"
-    gate, policy, artifact = started
-    result, ms = precheck_step(rt, artifact, policy)
-    if result.verdict == "harmful":
-        decide_step(rt, gate_id, result, [], ms)
-        return "quarantine"
-    settings = rt.settings
+    started = begin_many(rt, ids)
+    fail_many(rt, started.failed)
+    blocked: dict[str, Pending] = {}
+    groups: dict[str, list[tuple[Gate, PrecheckResult, float]]] = {}
+    policies: dict[str, HarmPolicy] = {}
+    failed: list[tuple[str, str]] = []
+    for gate, policy, artifact in started.ready:
+        try:
+            result, ms = precheck_step(rt, artifact, policy)
+        except Exception as exc:  # noqa: BLE001 - one artifact's crash must not hold its batch
+            failed.append((gate.id, f"pre-check failed: {type(exc).__name__}"))
+            continue
+        if result.verdict == "harmful":
+            blocked[gate.id] = Pending(result, [], ms)
+        else:
+            groups.setdefault(policy.sha256, []).append((gate, result, ms))
+            policies[policy.sha256] = policy
+    fail_many(rt, failed)
+    decide_many(rt, blocked)
+    for key, members in groups.items():
+        fan_out(self.app, rt.settings, policies[key], members)
+    return {
+        "skipped": len(ids) - len(started.ready) - len(started.failed),
+        "failed": len(started.failed) + len(failed),
+        "quarantined": len(blocked),
+        "fanned_out": sum(len(m) for m in groups.values()),
+    }
+
+
+def fan_out(
+    app: Any, settings: Settings, policy: HarmPolicy, members: list[tuple[Gate, PrecheckResult, float]]
+) -> None:
+    """The chord for one policy's gates: header = one detect per detector, body = decide."""
+    refs = [gate_ref(gate) for gate, _, _ in members]
+    ids = [gate.id for gate, _, _ in members]
     header = [
-        self.app.signature(
+        app.signature(
             "canary.detect",
-            (gate_id, spec.name, gate_ref(gate)),
-            soft_time_limit=min(spec.timeout_s, settings.soft_time_limit_s),
+            (spec.name, refs),
+            soft_time_limit=min(spec.timeout_s * len(refs), settings.soft_time_limit_s),
             time_limit=settings.hard_time_limit_s,
         )
         for spec in policy.quorum.detectors
     ]
-    body = self.app.signature(
+    body = app.signature(
         "canary.decide",
-        kwargs={"gate_id": gate_id, "precheck": result.model_dump(mode="json"), "precheck_ms": ms},
+        kwargs={
+            "gate_ids": ids,
+            "prechecks": {gate.id: result.model_dump(mode="json") for gate, result, _ in members},
+            "precheck_ms": {gate.id: ms for gate, _, ms in members},
+        },
     )
-    body.link_error(self.app.signature("canary.chord_failed", kwargs={"gate_id": gate_id}))
-    chord(header, app=self.app)(body)
-    return "fanned-out"
+    body.link_error(app.signature("canary.chord_failed", kwargs={"gate_ids": ids}))
+    chord(header, app=app)(body)
 
 
 @shared_task(bind=True, name="canary.detect")
-def detect_task(self: Any, gate_id: str, detector: str, ref: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One detector's vote, as data. Never raises for a detector failure."""
-    vote = detect_step(runtime_for(self.app), gate_id, detector, ref)
-    return vote.model_dump(mode="json")
+def detect_task(self: Any, detector: str, refs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One detector's votes over a batch, as data (``{gate_id: vote}``). Never raises for a detector failure."""
+    votes = detect_many(runtime_for(self.app), detector, refs)
+    return {gid: vote.model_dump(mode="json") for gid, vote in votes.items()}
 
 
 @shared_task(bind=True, name="canary.decide", ignore_result=True, **RETRY)
 def decide_task(
-    self: Any, votes: list[Any], gate_id: str, precheck: dict[str, Any], precheck_ms: float = 0.0
-) -> str:
-    """The chord callback: quorum, report, routing. Idempotent on redelivery."""
+    self: Any,
+    votes: list[Any],
+    gate_ids: list[str],
+    prechecks: dict[str, Any],
+    precheck_ms: dict[str, float] | None = None,
+) -> dict[str, str]:
+    """The chord callback: each gate's quorum, report and routing. Idempotent on redelivery."""
     rt = runtime_for(self.app)
-    report = decide_step(
-        rt, gate_id, PrecheckResult.model_validate(precheck), parse_votes(votes), precheck_ms
-    )
-    return report.decision if report else "skip"
+    timings = precheck_ms or {}
+    by_gate = votes_by_gate(votes, gate_ids)
+    pending: dict[str, Pending] = {}
+    for gid in gate_ids:
+        try:
+            precheck = PrecheckResult.model_validate(prechecks[gid])
+        except (KeyError, ValueError):
+            pending[gid] = Pending(PrecheckResult(verdict="harmless"), [], 0.0, "pre-check result missing")
+            continue
+        pending[gid] = Pending(precheck, by_gate[gid], float(timings.get(gid, 0.0)))
+    reports = decide_many(rt, pending)
+    return {gid: report.decision for gid, report in reports.items()}
 
 
 @shared_task(name="canary.chord_failed", ignore_result=True)
-def chord_failed(request: Any, exc: Any, traceback: Any, gate_id: str = "") -> None:
-    """A detector subtask died hard (e.g. hard time limit): the gate goes to review."""
-    fail(runtime_for(current_app), gate_id, f"detector fan-out failed: {type(exc).__name__}")
+def chord_failed(request: Any, exc: Any, traceback: Any, gate_ids: list[str] | None = None) -> None:
+    """A detector subtask died hard (e.g. hard time limit): every gate of its batch goes to review."""
+    reason = f"detector fan-out failed: {type(exc).__name__}"
+    fail_many(runtime_for(current_app), [(gid, reason) for gid in gate_ids or []])
 
 
 @shared_task(bind=True, name="canary.sweep")

@@ -5,11 +5,19 @@ processes (prefork). Detectors are the fixed-answer `static` kind, so what is
 measured is the spine: intake, pre-check task, chord of 3 detect tasks, quorum
 callback, routing, audit.
 
-    python tests/benchmarks/bench_gates.py [--gates 1000] [--workers 1 2] [--s3]
+    python tests/benchmarks/bench_gates.py [--gates 1000] [--workers 1 2] [--batch 1 32] [--s3]
 
-Prints, per worker count: saturated throughput (gates/s), worker CPU-time per
-gate, and the p50/p95 end-to-end latency of a gate submitted alone (= pure
-coordination overhead, since the detectors do no work).
+For each worker count (``--concurrency``) and intake batch size it prints:
+
+- gates/s: ``--gates`` artifacts are submitted first (``producers.intake.submit_many``,
+  ``batch`` gates per pre-check message; batch 1 = one message and one chord per gate),
+  then the worker is started; throughput = gates / (last decision - first gate started).
+- worker-cpu-ms/gate: user+system CPU of the worker's main process and pool children over
+  that same window, divided by the number of gates. The CPU cost of coordination per gate,
+  insensitive to other load on the machine.
+- alone-p50/p95-ms: end-to-end latency (gate row created -> decision recorded) of a gate
+  submitted alone into an idle worker (``submit_artifact``, a batch of one), ``--alone``
+  times. The detectors do no work, so this is the pure coordination overhead one gate sees.
 """
 
 from __future__ import annotations
@@ -120,10 +128,18 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
-def run(env: dict[str, str], workers: int, n: int, alone: int, tmp: Path) -> dict[str, float]:
+def wait_first_running(repo, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while first_running(repo) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the worker did not start any gate")
+        time.sleep(0.005)
+
+
+def run(env: dict[str, str], workers: int, batch: int, n: int, alone: int, tmp: Path) -> dict[str, float]:
     from celery import Celery
 
-    from producers.intake import submit_artifact
+    from producers.intake import submit_artifact, submit_many
     from worker.runtime import build_runtime
     from worker.settings import Settings
 
@@ -134,23 +150,18 @@ def run(env: dict[str, str], workers: int, n: int, alone: int, tmp: Path) -> dic
     app = Celery(broker=env["CANARY_BROKER_URL"])
     with app.producer_or_acquire() as producer:
 
-        def enqueue(gid: str) -> None:
-            app.send_task("canary.precheck", (gid,), producer=producer, queue=settings.task_queue)
+        def enqueue(gate_ids: str | list[str]) -> None:
+            app.send_task("canary.precheck", (gate_ids,), producer=producer, queue=settings.task_queue)
 
         t0 = time.perf_counter()
-        ids = [
-            submit_artifact(rt, f"bench artifact {i}".encode(), [POLICY], enqueue).gates[0].id
-            for i in range(n)
-        ]
+        items = ((f"bench-{i}", f"bench artifact {i}".encode()) for i in range(n))
+        ids = [s.gates[0].id for s in submit_many(rt, items, [POLICY], enqueue, batch_size=batch)]
         intake_s = time.perf_counter() - t0
 
-        proc = start_worker(env, workers, tmp / f"worker-{workers}.log")
+        log = tmp / f"worker-{workers}-{batch}.log"
+        proc = start_worker(env, workers, log)
         try:
-            deadline = time.monotonic() + 60
-            while (
-                b"ready" not in (tmp / f"worker-{workers}.log").read_bytes() and time.monotonic() < deadline
-            ):
-                time.sleep(0.05)
+            wait_first_running(rt.repo)
             cpu0 = cpu_seconds(proc.pid)
             wait_all(rt.repo, ids)
             cpu1 = cpu_seconds(proc.pid)
@@ -162,16 +173,22 @@ def run(env: dict[str, str], workers: int, n: int, alone: int, tmp: Path) -> dic
 
             latencies = []
             for i in range(alone):
-                gid = submit_artifact(rt, f"alone {workers} {i}".encode(), [POLICY], enqueue).gates[0].id
+                gid = (
+                    submit_artifact(rt, f"alone {workers} {batch} {i}".encode(), [POLICY], enqueue)
+                    .gates[0]
+                    .id
+                )
                 wait_all(rt.repo, [gid], timeout=30)
                 g = rt.repo.get(gid)
                 latencies.append((g.decided_at - g.created_at).total_seconds() * 1000)
+                time.sleep(0.01)
         finally:
             os.killpg(proc.pid, 15)
             proc.wait(timeout=30)
     latencies.sort()
     return {
         "workers": workers,
+        "batch": batch,
         "gates": n,
         "gates_per_s": n / wall,
         "intake_per_s": n / intake_s,
@@ -189,6 +206,9 @@ def main() -> None:
     parser.add_argument("--gates", type=int, default=1000)
     parser.add_argument("--alone", type=int, default=100, help="gates submitted one at a time for latency")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--batch", type=int, nargs="+", default=[1, 32], help="gates per pre-check message at intake"
+    )
     parser.add_argument(
         "--s3", action="store_true", help="object store on a moto S3 server instead of a folder"
     )
@@ -232,16 +252,18 @@ def main() -> None:
         print(
             f"# machine: {os.cpu_count()} cores; {args.gates} gates saturated, {args.alone} submitted alone"
         )
-        print("workers  gates/s  intake/s  worker-cpu-ms/gate  alone-p50-ms  alone-p95-ms  decisions")
+        print(f"# load average before: {os.getloadavg()[0]:.2f} (other processes share these cores)")
+        print("workers  batch  gates/s  intake/s  worker-cpu-ms/gate  alone-p50-ms  alone-p95-ms  decisions")
         for w in args.workers:
-            r = run(env, w, args.gates, args.alone, tmp)
-            print(flush=True, end="")
-            print(
-                f"{r['workers']:>7}  {r['gates_per_s']:7.1f}  {r['intake_per_s']:8.1f}  "
-                f"{r['cpu_ms_per_gate']:18.2f}  {r['alone_p50_ms']:12.2f}  {r['alone_p95_ms']:12.2f}  {r['statuses']}",
-                flush=True,
-            )
-            # drain allowed messages so the bench queue does not grow across runs
+            for b in args.batch:
+                r = run(env, w, b, args.gates, args.alone, tmp)
+                print(
+                    f"{r['workers']:>7}  {r['batch']:>5}  {r['gates_per_s']:7.1f}  {r['intake_per_s']:8.1f}  "
+                    f"{r['cpu_ms_per_gate']:18.2f}  {r['alone_p50_ms']:12.2f}  {r['alone_p95_ms']:12.2f}  "
+                    f"{r['statuses']}",
+                    flush=True,
+                )
+        print(f"# load average after: {os.getloadavg()[0]:.2f}")
         reset(env)
     finally:
         if moto is not None:
