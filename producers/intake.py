@@ -80,26 +80,22 @@ def store_and_register(rt: Runtime, data: bytes, policies: Sequence[str], source
     key = artifact_key(sha)
     if not rt.store.exists(key):
         rt.store.put(key, data)
-    gates: list[Gate] = []
-    created: list[bool] = []
-    for ref, policy in loaded:
-        gate, is_new = rt.repo.create_or_get(
-            Gate(
-                sha256=sha,
-                object_key=key,
-                size=len(data),
-                policy_ref=ref,
-                policy_id=policy.id,
-                policy_version=policy.version,
-                policy_sha256=policy.sha256,
-                source=source[:255],
-                deadline=deadline_from_now(rt.settings.gate_deadline_s),
-            ),
-            actor=f"producer:{rt.actor}",
+    deadline = deadline_from_now(rt.settings.gate_deadline_s)
+    fresh = [
+        Gate(
+            sha256=sha,
+            object_key=key,
+            size=len(data),
+            policy_ref=ref,
+            policy_id=policy.id,
+            policy_version=policy.version,
+            policy_sha256=policy.sha256,
+            source=source[:255],
+            deadline=deadline,
         )
-        gates.append(gate)
-        created.append(is_new)
-    submission = rt.repo.create_submission(sha, [g.id for g in gates])
+        for ref, policy in loaded
+    ]
+    gates, created, submission = rt.repo.register(fresh, actor=f"producer:{rt.actor}")
     return Submitted(submission, gates, created, source)
 
 

@@ -236,7 +236,8 @@ def worker(
     """Start a Celery worker (prefork pool) consuming the gate queue."""
     settings = _settings()
     argv = ["worker", f"--concurrency={concurrency}", "--pool=prefork", f"--loglevel={loglevel}"]
-    _celery(argv + ["-Q", settings.task_queue, "-E", *ctx.args])
+    events = ["-E"] if settings.task_events else []
+    _celery(argv + ["-Q", settings.task_queue, *events, *ctx.args])
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -158,6 +158,52 @@ class GateRepo:
             ).one()
             return existing, False
 
+    def register(self, gates: Sequence[Gate], actor: str) -> tuple[list[Gate], list[bool], Submission]:
+        """Intake in one transaction: each gate inserted (or the existing one for the same bytes and
+        policy returned), the audit rows, and the submission that groups them.
+
+        ``INSERT … ON CONFLICT DO NOTHING`` keeps concurrent producers of the same bytes apart
+        without a failed statement; the loser reads the winner's row in the same transaction.
+        """
+        table = Gate.__table__  # type: ignore[attr-defined]
+        insert_gate = _upsert_insert(self.engine.dialect.name)
+        out: list[Gate] = []
+        created: list[bool] = []
+        with self.engine.begin() as conn:
+            for gate in gates:
+                values = {c.name: getattr(gate, c.name) for c in table.c}
+                stmt = insert_gate(table).values(values).on_conflict_do_nothing().returning(table.c.id)
+                if conn.execute(stmt).scalar_one_or_none() is not None:
+                    out.append(gate)
+                    created.append(True)
+                    continue
+                row = (
+                    conn.execute(
+                        core_select(table).where(
+                            table.c.sha256 == gate.sha256,
+                            table.c.policy_id == gate.policy_id,
+                            table.c.policy_sha256 == gate.policy_sha256,
+                        )
+                    )
+                    .mappings()
+                    .one()
+                )
+                out.append(Gate(**row))
+                created.append(False)
+            events = [
+                (g.id, "submitted", f"policy={g.policy_id}@{g.policy_version}")
+                for g, new in zip(out, created, strict=True)
+                if new
+            ]
+            self._audit_many(conn, events, actor)
+            sub = Submission(sha256=gates[0].sha256, gate_ids=json.dumps([g.id for g in out]))
+            conn.execute(
+                insert(Submission.__table__).values(  # type: ignore[attr-defined]
+                    {c.name: getattr(sub, c.name) for c in Submission.__table__.c}  # type: ignore[attr-defined]
+                )
+            )
+        return out, created, sub
+
     def create_submission(self, sha256: str, gate_ids: Sequence[str]) -> Submission:
         sub = Submission(sha256=sha256, gate_ids=json.dumps(list(gate_ids)))
         with Session(self.engine, expire_on_commit=False) as session:
@@ -171,9 +217,12 @@ class GateRepo:
 
     def get_many(self, gate_ids: Iterable[str]) -> dict[str, Gate]:
         ids = list(gate_ids)
-        with Session(self.engine, expire_on_commit=False) as session:
-            rows = session.exec(select(Gate).where(col(Gate.id).in_(ids))).all()
-        return {g.id: g for g in rows}
+        if not ids:
+            return {}
+        table = Gate.__table__  # type: ignore[attr-defined]
+        with self.engine.connect() as conn:
+            rows = conn.execute(core_select(table).where(table.c.id.in_(ids))).mappings().all()
+        return {row["id"]: Gate(**row) for row in rows}
 
     def start(self, gate_id: str, actor: str) -> Gate | None:
         """Mark a gate running and count the attempt; ``None`` if it is already decided."""
@@ -341,6 +390,17 @@ class GateRepo:
         with Session(self.engine) as session:
             rows = session.exec(text("SELECT status, count(*) FROM gates GROUP BY status")).all()  # type: ignore[call-overload]
         return {str(s): int(n) for s, n in rows}
+
+
+def _upsert_insert(dialect: str):  # type: ignore[no-untyped-def]
+    """The dialect's ``insert`` (it has ``on_conflict_do_nothing``)."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert
 
 
 def deadline_from_now(seconds: float) -> datetime:

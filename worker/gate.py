@@ -24,7 +24,7 @@ import structlog
 from policies import HarmPolicy, load_policy
 from policies.loader import PolicyError
 from worker.core.detector import Artifact, cast_vote, error_vote
-from worker.core.errors import DetectorError
+from worker.core.errors import DetectorError, StorageError
 from worker.core.models import Coverage, ErrorKind, PolicyRef, PrecheckResult, Report, Timings, Vote
 from worker.core.quorum import decide_quorum
 from worker.db import Gate, Outcome, utcnow
@@ -33,10 +33,6 @@ from worker.runtime import Runtime
 from worker.storage import sha256_hex
 
 log = structlog.get_logger("canary.gate")
-
-
-class GateSkip(Exception):
-    """The gate is already decided (or unknown): nothing to do."""
 
 
 class ArtifactCorrupt(Exception):
@@ -60,28 +56,22 @@ def gate_policy(gate: Gate) -> HarmPolicy:
     return policy
 
 
-def begin(rt: Runtime, gate_id: str) -> tuple[Gate, HarmPolicy, Artifact] | None:
-    """Start an attempt; returns ``None`` when the gate was routed to review instead."""
-    started = begin_many(rt, [gate_id])
-    if not started.ready and not started.failed:
-        raise GateSkip(gate_id)
-    fail_many(rt, started.failed)
-    return started.ready[0] if started.ready else None
-
-
 @dataclass
 class Started:
     """The gates of a batch that are running now, and those to send to review instead."""
 
     ready: list[tuple[Gate, HarmPolicy, Artifact]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)
 
 
 def begin_many(rt: Runtime, gate_ids: Sequence[str]) -> Started:
     """Start an attempt for each open gate of the batch (one transaction).
 
     Decided gates are left out (a redelivery); a gate past ``max_attempts``, with a changed
-    policy or with corrupt bytes is listed in ``failed`` with its reason, for review.
+    policy or with corrupt bytes is listed in ``failed`` with its reason, for review; a gate
+    whose bytes cannot be read now is ``deferred`` (left open for the sweeper). When no gate
+    of the batch could be read, ``StorageError`` is raised so the whole task retries.
     """
     started = Started()
     order = {gid: i for i, gid in enumerate(gate_ids)}
@@ -93,6 +83,13 @@ def begin_many(rt: Runtime, gate_ids: Sequence[str]) -> Started:
             started.ready.append((gate, gate_policy(gate), load_artifact(rt, gate)))
         except (PolicyError, ArtifactCorrupt) as exc:
             started.failed.append((gate.id, str(exc)))
+        except StorageError as exc:
+            # The store may be back later: this gate stays open (visibly ``running``) and the
+            # sweeper re-enqueues it on its own; the rest of the batch goes on without it.
+            log.warning("artifact_unreadable", gate_id=gate.id, error=type(exc).__name__)
+            started.deferred.append(gate.id)
+    if started.deferred and not started.ready and not started.failed:
+        raise StorageError("no artifact of the batch could be read")  # the task retries
     return started
 
 

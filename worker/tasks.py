@@ -67,7 +67,8 @@ def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
     for key, members in groups.items():
         fan_out(self.app, rt.settings, policies[key], members)
     return {
-        "skipped": len(ids) - len(started.ready) - len(started.failed),
+        "skipped": len(ids) - len(started.ready) - len(started.failed) - len(started.deferred),
+        "deferred": len(started.deferred),
         "failed": len(started.failed) + len(failed),
         "quarantined": len(blocked),
         "fanned_out": sum(len(m) for m in groups.values()),

@@ -154,3 +154,24 @@ def test_gate_past_its_deadline_goes_to_review(service_env):
     assert json.loads(out.stdout)["overdue"] == 1
     gate = rt.repo.get(sub.gates[0].id)
     assert gate.status == "review" and gate.reason == "deadline exceeded"
+
+
+def test_batched_submit_decides_each_gate_under_its_own_policy(service_env, start_worker):
+    """Three files under two policies in one `canary submit`: trivial gates allow, malformed ones review, nothing published."""
+    start_worker(service_env, concurrency=2)
+    files = [str(FIXTURES / f"{name}.yaml") for name in ("trivial", "harmful", "malformed")]
+    policies = ("--policy", str(FIXTURES / "trivial.yaml"), "--policy", str(FIXTURES / "malformed.yaml"))
+    out = canary(service_env, "submit", "--json", *policies, *files)
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(rows) == 6 and {r["source"] for r in rows} == set(files)
+    gates, _ = wait_terminal([r["gate_id"] for r in rows])
+    by_policy = {
+        p: {gates[r["gate_id"]].status for r in rows if r["policy"] == p} for p in ("trivial", "malformed")
+    }
+    assert by_policy == {"trivial": {"allow"}, "malformed": {"review"}}
+    assert drain(service_env, service_env["CANARY_ALLOWED_QUEUE"]) == []
+    review = drain(service_env, service_env["CANARY_REVIEW_QUEUE"])
+    assert sorted(m["gate_id"] for m in review) == sorted(
+        r["gate_id"] for r in rows if r["policy"] == "malformed"
+    )
