@@ -18,6 +18,10 @@ For each worker count (``--concurrency``) and intake batch size it prints:
 - alone-p50/p95-ms: end-to-end latency (gate row created -> decision recorded) of a gate
   submitted alone into an idle worker (``submit_artifact``, a batch of one), ``--alone``
   times. The detectors do no work, so this is the pure coordination overhead one gate sees.
+
+It also prints (unless ``--no-floor``), per worker count, the p50/p95 of the same task shape with
+no gate work (``celery_floor.py``: 1 + 3 + 1 no-op tasks as a chord, same Celery settings,
+same prefork worker): the part of a lone gate's latency that is Celery's own.
 """
 
 from __future__ import annotations
@@ -199,6 +203,61 @@ def run(env: dict[str, str], workers: int, batch: int, n: int, alone: int, tmp: 
     }
 
 
+def floor(env: dict[str, str], workers: int, samples: int, tmp: Path) -> tuple[float, float]:
+    """p50/p95 ms of an empty 1 + 3 + 1 chord on a worker of the bare floor app."""
+    import uuid
+
+    import redis
+
+    os.environ.update(env)
+    reset(env)
+    log = (tmp / f"floor-{workers}.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "tests.benchmarks.celery_floor",
+            "worker",
+            "--pool=prefork",
+            f"--concurrency={workers}",
+            "--loglevel=WARNING",
+            "--without-mingle",
+            "--without-gossip",
+            "-Q",
+            env["CANARY_TASK_QUEUE"],
+        ],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        from tests.benchmarks.celery_floor import app, start
+
+        stamps = redis.Redis.from_url(env["CANARY_RESULT_BACKEND"])
+        latencies = []
+        for i in range(samples + 5):
+            key = f"floor:{uuid.uuid4().hex}"
+            t0 = time.time()
+            start.apply_async((key,), queue=env["CANARY_TASK_QUEUE"])
+            got = stamps.blpop([key], timeout=60)
+            if got is None:
+                raise TimeoutError("the floor worker did not answer")
+            if i >= 5:  # the first few warm the worker up
+                latencies.append((float(got[1]) - t0) * 1000)
+            time.sleep(0.01)
+        app.close()
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)
+        log.close()
+    latencies.sort()
+    return statistics.median(latencies), latencies[int(0.95 * (len(latencies) - 1))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -211,6 +270,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--s3", action="store_true", help="object store on a moto S3 server instead of a folder"
+    )
+    parser.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="skip timing the empty 1+3+1 Celery chord (Celery's own share)",
     )
     args = parser.parse_args()
 
@@ -263,6 +327,11 @@ def main() -> None:
                     f"{r['statuses']}",
                     flush=True,
                 )
+        if not args.no_floor:
+            print("workers  celery-floor-p50-ms  celery-floor-p95-ms   (empty 1+3+1 chord, same settings)")
+            for w in args.workers:
+                p50, p95 = floor(env, w, args.alone, tmp)
+                print(f"{w:>7}  {p50:19.2f}  {p95:19.2f}", flush=True)
         print(f"# load average after: {os.getloadavg()[0]:.2f}")
         reset(env)
     finally:
