@@ -114,6 +114,17 @@ def gate_ref(gate: Gate) -> dict[str, Any]:
     }
 
 
+def detect_chunk_size(policy: HarmPolicy, soft_limit_s: float) -> int:
+    """How many gates one detect subtask may take so that each detector, at its declared
+    worst case (``timeout_s``) per gate, still finishes within the soft time limit.
+
+    A batch is split into chords of this size, so batching never times out a gate whose
+    detector kept to its own timeout. Detectors with 20 s timeouts under a 60 s limit: 3.
+    """
+    worst = max((d.timeout_s for d in policy.quorum.detectors), default=soft_limit_s)
+    return max(1, int(soft_limit_s // worst))
+
+
 def detect_step(rt: Runtime, gate_id: str, detector_name: str, ref: dict[str, Any] | None = None) -> Vote:
     """Run one detector; every failure becomes an invalid vote, never an exception."""
     if ref is None:

@@ -15,6 +15,7 @@ from worker.gate import (
     Pending,
     begin_many,
     decide_many,
+    detect_chunk_size,
     detect_many,
     fail_many,
     gate_ref,
@@ -40,8 +41,9 @@ def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
     """Pre-check a batch of gates; block early on decisive evidence, else fan out the detectors.
 
     ``gate_ids`` is one id (a lone gate, the sweeper's re-enqueue) or the ids submitted
-    together. One chord per policy in the batch: one detect subtask per detector over all
-    of that policy's gates, then one decide callback.
+    together. One chord per policy in the batch (split further so that every detector fits
+    its gates' worst case in the soft limit, see ``detect_chunk_size``): one detect subtask
+    per detector over those gates, then one decide callback.
     """
     ids = [gate_ids] if isinstance(gate_ids, str) else list(gate_ids)
     rt = runtime_for(self.app)
@@ -65,7 +67,9 @@ def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
     fail_many(rt, failed)
     decide_many(rt, blocked)
     for key, members in groups.items():
-        fan_out(self.app, rt.settings, policies[key], members)
+        size = detect_chunk_size(policies[key], rt.settings.soft_time_limit_s)
+        for i in range(0, len(members), size):
+            fan_out(self.app, rt.settings, policies[key], members[i : i + size])
     return {
         "skipped": len(ids) - len(started.ready) - len(started.failed) - len(started.deferred),
         "deferred": len(started.deferred),

@@ -139,3 +139,28 @@ def test_after_the_soft_time_limit_the_rest_of_the_batch_times_out(gate, fixture
         gid: ErrorKind.timeout for gid in ("g1", "g2", "g3")
     }
     assert not any(v.valid for v in votes.values())
+
+
+def test_batch_is_split_so_each_detector_fits_its_worst_case_in_the_soft_limit(gate, tmp_path, monkeypatch):
+    """Seven gates whose detectors may take 20 s each, under a 60 s soft limit, go out as chords of 3, 3 and 1."""
+    import worker.tasks as tasks
+
+    policy = tmp_path / "slowish.yaml"
+    policy.write_text(
+        PICKY.replace("id: picky", "id: slowish")
+        .replace("kind: picky}", "kind: static, timeout_s: 20}")
+        .replace("kind: static}", "kind: static, timeout_s: 20}")
+    )
+    sizes: list[int] = []
+    real = tasks.detect_many
+
+    def counting(rt, detector, refs):
+        sizes.append(len(refs))
+        return real(rt, detector, refs)
+
+    monkeypatch.setattr(tasks, "detect_many", counting)
+    assert gate.settings.soft_time_limit_s == 60
+    submitted, sent = run_batches(gate, [(str(i), f"slowish {i}".encode()) for i in range(7)], [str(policy)])
+    assert [len(b) for b in sent] == [7]
+    assert sorted(sizes) == sorted([3, 3, 1] * 3)
+    assert all(s.gates[0].status == "allow" for s in submitted)
