@@ -246,6 +246,7 @@ class GateRepo:
             .returning(*table.c)
         )
         with self.engine.begin() as conn:
+            self._recoverable(conn)
             gates = [Gate(**row) for row in conn.execute(stmt).mappings()]
             self._audit_many(conn, [(g.id, "running", f"attempt={g.attempts}") for g in gates], actor)
         return gates
@@ -286,6 +287,20 @@ class GateRepo:
             self._audit_many(conn, [(gid, by_id[gid].decision, by_id[gid].reason) for gid in won], actor)
             publish = self._resolve_submissions(conn, set(won.values())) if won else []
         return set(won), publish
+
+    def _recoverable(self, conn: Connection) -> None:
+        """Commit this transaction without waiting for its WAL flush (Postgres ``synchronous_commit``).
+
+        Only for transitions whose loss in a database crash is recovered by design, with their
+        audit rows in the same transaction (so lost together, never apart): a gate marked
+        ``running`` (it reverts to open, and the sweeper re-enqueues open gates) and a submission
+        marked published (the sweeper republishes it; consumers de-duplicate by message id).
+        WAL is flushed in order, so the next synchronous commit (a decision, an intake) makes
+        every earlier one durable too: no later state can survive without them. Nothing external
+        depends on them alone. Saves one WAL flush per batch on each of those paths.
+        """
+        if self._locks:  # Postgres
+            conn.execute(text("SET LOCAL synchronous_commit TO OFF"))
 
     def _audit_many(self, conn: Connection, events: Sequence[tuple[str, str, str]], actor: str) -> None:
         if not events:
@@ -349,6 +364,7 @@ class GateRepo:
             return
         subs_t = Submission.__table__  # type: ignore[attr-defined]
         with self.engine.begin() as conn:
+            self._recoverable(conn)
             conn.execute(
                 update(subs_t).where(subs_t.c.id.in_([sid for sid, _ in published])).values(published=True)
             )

@@ -106,7 +106,10 @@ def fan_out(
     chord(header, app=app)(body)
 
 
-@shared_task(bind=True, name="canary.detect")
+# ignore_result: the votes reach the chord's callback through the backend's chord join (its
+# ``on_chord_part_return`` still runs), nothing reads a detect's own result key: not storing
+# it saves a result write and a pub/sub publish per detector.
+@shared_task(bind=True, name="canary.detect", ignore_result=True)
 def detect_task(self: Any, detector: str, refs: list[dict[str, Any]]) -> dict[str, Any]:
     """One detector's votes over a batch, as data (``{gate_id: vote}``). Never raises for a detector failure."""
     votes = detect_many(runtime_for(self.app), detector, refs)
