@@ -170,7 +170,9 @@ def submit(
     with celery_app.producer_or_acquire() as producer:
 
         def enqueue_batch(gate_ids: list[str]) -> None:
-            celery_app.send_task("canary.precheck", (gate_ids,), producer=producer)
+            # ignore_result: nobody waits on a pre-check's result; without it the producer
+            # subscribes to a result channel per message it sends.
+            celery_app.send_task("canary.precheck", (gate_ids,), producer=producer, ignore_result=True)
 
         submitted = submit_many(rt, read_inputs(names, failed), policies, enqueue_batch)
     for sub in submitted:
@@ -268,7 +270,9 @@ def sweep(json_out: JsonOpt = False) -> None:
         counts = run_sweep(gate.rt, gate.run)
     else:
         celery_app = create_app(settings, eager=False)
-        counts = run_sweep(rt, lambda gid: celery_app.send_task("canary.precheck", (gid,)))
+        counts = run_sweep(
+            rt, lambda gid: celery_app.send_task("canary.precheck", (gid,), ignore_result=True)
+        )
     typer.echo(json.dumps(counts) if json_out else ", ".join(f"{k}={v}" for k, v in counts.items()))
 
 

@@ -153,4 +153,4 @@ def sweep_task(self: Any) -> dict[str, int]:
     from worker.sweeper import sweep
 
     app = self.app
-    return sweep(runtime_for(app), lambda gid: app.send_task("canary.precheck", (gid,)))
+    return sweep(runtime_for(app), lambda gid: app.send_task("canary.precheck", (gid,), ignore_result=True))

@@ -17,16 +17,27 @@ For each worker count (``--concurrency``) and intake batch size it prints:
   insensitive to other load on the machine.
 - alone-p50/p95-ms: end-to-end latency (gate row created -> decision recorded) of a gate
   submitted alone into an idle worker (``submit_artifact``, a batch of one), ``--alone``
-  times. The detectors do no work, so this is the pure coordination overhead one gate sees.
+  times.
+- overhead-p50-ms: the per-gate coordination overhead of a lone gate, p50 over the same
+  gates of (latency - the gate's own pre-check and detector time from its report, i.e.
+  ``precheck_ms + detectors_ms``). With trivial detectors that time is a few microseconds, so
+  this is what the spine (intake, broker, chord, database, routing) adds to a gate.
 
-It also prints (unless ``--no-floor``), per worker count, the p50/p95 of the same task shape with
-no gate work (``celery_floor.py``: 1 + 3 + 1 no-op tasks as a chord, same Celery settings,
-same prefork worker): the part of a lone gate's latency that is Celery's own.
+It also prints (unless ``--no-floor``), per worker count, the same task shape with no gate work
+(``celery_floor.py``: 1 + 3 + 1 no-op tasks as a chord, same Celery settings, same prefork
+worker): its p50/p95 latency and the worker's CPU per chord (over ``--gates`` chords run back
+to back): the part of a lone gate's latency and CPU that is Celery's own. ``ours-p50-ms`` is
+overhead-p50 minus the floor's p50 and ``ours-cpu-ms`` is batch-1 worker CPU per gate minus the
+floor's CPU per chord: what this project's code adds on top of Celery.
+
+Wall-clock figures (gates/s, latencies) degrade when other processes load the cores (the load
+average is printed); CPU per gate is the figure that does not.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -175,7 +186,7 @@ def run(env: dict[str, str], workers: int, batch: int, n: int, alone: int, tmp: 
             wall = (last - first).total_seconds()
             statuses = {g.status for g in gates}
 
-            latencies = []
+            latencies, overheads = [], []
             for i in range(alone):
                 gid = (
                     submit_artifact(rt, f"alone {workers} {batch} {i}".encode(), [POLICY], enqueue)
@@ -184,7 +195,11 @@ def run(env: dict[str, str], workers: int, batch: int, n: int, alone: int, tmp: 
                 )
                 wait_all(rt.repo, [gid], timeout=30)
                 g = rt.repo.get(gid)
-                latencies.append((g.decided_at - g.created_at).total_seconds() * 1000)
+                latency = (g.decided_at - g.created_at).total_seconds() * 1000
+                timings = json.loads(g.report or "{}").get("timings", {})
+                own = float(timings.get("precheck_ms", 0.0)) + float(timings.get("detectors_ms", 0.0))
+                latencies.append(latency)
+                overheads.append(latency - own)
                 time.sleep(0.01)
         finally:
             os.killpg(proc.pid, 15)
@@ -199,12 +214,14 @@ def run(env: dict[str, str], workers: int, batch: int, n: int, alone: int, tmp: 
         "cpu_ms_per_gate": (cpu1 - cpu0) * 1000 / n,
         "alone_p50_ms": statistics.median(latencies),
         "alone_p95_ms": latencies[int(0.95 * (len(latencies) - 1))],
+        "overhead_p50_ms": statistics.median(overheads),
         "statuses": ",".join(sorted(statuses)),
     }
 
 
-def floor(env: dict[str, str], workers: int, samples: int, tmp: Path) -> tuple[float, float]:
-    """p50/p95 ms of an empty 1 + 3 + 1 chord on a worker of the bare floor app."""
+def floor(env: dict[str, str], workers: int, samples: int, chords: int, tmp: Path) -> tuple[float, float, float]:
+    """p50/p95 ms of an empty 1 + 3 + 1 chord on a worker of the bare floor app, one at a time,
+    and the worker's CPU ms per chord over ``chords`` chords sent at once."""
     import uuid
 
     import redis
@@ -249,13 +266,22 @@ def floor(env: dict[str, str], workers: int, samples: int, tmp: Path) -> tuple[f
             if i >= 5:  # the first few warm the worker up
                 latencies.append((float(got[1]) - t0) * 1000)
             time.sleep(0.01)
+        key = f"floor:{uuid.uuid4().hex}"
+        cpu0 = cpu_seconds(proc.pid)
+        with app.producer_or_acquire() as producer:
+            for _ in range(chords):
+                start.apply_async((key,), queue=env["CANARY_TASK_QUEUE"], producer=producer)
+        for _ in range(chords):
+            if stamps.blpop([key], timeout=120) is None:
+                raise TimeoutError("the floor worker did not finish")
+        cpu_ms = (cpu_seconds(proc.pid) - cpu0) * 1000 / chords
         app.close()
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=30)
         log.close()
     latencies.sort()
-    return statistics.median(latencies), latencies[int(0.95 * (len(latencies) - 1))]
+    return statistics.median(latencies), latencies[int(0.95 * (len(latencies) - 1))], cpu_ms
 
 
 def main() -> None:
@@ -317,21 +343,32 @@ def main() -> None:
             f"# machine: {os.cpu_count()} cores; {args.gates} gates saturated, {args.alone} submitted alone"
         )
         print(f"# load average before: {os.getloadavg()[0]:.2f} (other processes share these cores)")
-        print("workers  batch  gates/s  intake/s  worker-cpu-ms/gate  alone-p50-ms  alone-p95-ms  decisions")
+        print(
+            "workers  batch  gates/s  intake/s  worker-cpu-ms/gate  alone-p50-ms  alone-p95-ms  "
+            "overhead-p50-ms  decisions"
+        )
+        results = []
         for w in args.workers:
             for b in args.batch:
                 r = run(env, w, b, args.gates, args.alone, tmp)
+                results.append(r)
                 print(
                     f"{r['workers']:>7}  {r['batch']:>5}  {r['gates_per_s']:7.1f}  {r['intake_per_s']:8.1f}  "
                     f"{r['cpu_ms_per_gate']:18.2f}  {r['alone_p50_ms']:12.2f}  {r['alone_p95_ms']:12.2f}  "
-                    f"{r['statuses']}",
+                    f"{r['overhead_p50_ms']:15.2f}  {r['statuses']}",
                     flush=True,
                 )
         if not args.no_floor:
-            print("workers  celery-floor-p50-ms  celery-floor-p95-ms   (empty 1+3+1 chord, same settings)")
+            print(
+                "workers  celery-floor-p50-ms  celery-floor-p95-ms  floor-cpu-ms/chord  ours-p50-ms  ours-cpu-ms"
+                "   (empty 1+3+1 chord, same settings; ours = batch-1 gate minus floor)"
+            )
             for w in args.workers:
-                p50, p95 = floor(env, w, args.alone, tmp)
-                print(f"{w:>7}  {p50:19.2f}  {p95:19.2f}", flush=True)
+                p50, p95, cpu = floor(env, w, args.alone, args.gates, tmp)
+                mine = [r for r in results if r["workers"] == w and r["batch"] == 1]
+                ours_p50 = f"{mine[0]['overhead_p50_ms'] - p50:11.2f}" if mine else f"{'-':>11}"
+                ours_cpu = f"{mine[0]['cpu_ms_per_gate'] - cpu:11.2f}" if mine else f"{'-':>11}"
+                print(f"{w:>7}  {p50:19.2f}  {p95:19.2f}  {cpu:18.2f}  {ours_p50}  {ours_cpu}", flush=True)
         print(f"# load average after: {os.getloadavg()[0]:.2f}")
         reset(env)
     finally:
