@@ -261,3 +261,66 @@ def test_shipped_ruleset_is_valid():
     rules = load_ruleset("malicious-package").ruleset.rules
     assert all(rule.description and rule.weight > 0 for rule in rules)
     assert sum(rule.scope == "added" for rule in rules) > len(rules) // 2
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "rule"),
+    [
+        ("pkg/a.py", 'os.__dict__["system"]("id")', "mp.exec.py-api-obfuscation"),
+        ("pkg/a.py", 'getattr(__import__("subprocess"), "run")(["id"])', "mp.exec.py-api-obfuscation"),
+        (
+            "pkg/dl.py",
+            'data = requests.get(URL).content\nopen(p, "wb").write(data)\nos.chmod(p, stat.S_IEXEC)',
+            "mp.exec.download-executable",
+        ),
+        ("pkg/dl.py", 'urllib.request.urlretrieve(URL, "update.exe")', "mp.exec.download-executable"),
+        ("pkg/img.py", "from stegano import lsb\nexec(lsb.reveal('cat.png'))", "mp.exec.steganography"),
+        ("pkg/w.py", "kernel32.WriteProcessMemory(handle, addr, buf, size, None)", "mp.inject.process-memory"),
+    ],
+)
+def test_guarddog_family_techniques_block_alone(path, body, rule):
+    """Indirect API calls, download-and-chmod, stego exec and process injection each block alone."""
+    result = run_precheck(new_file(path, body), POLICY)
+    assert result.verdict == "harmful"
+    assert rule in {e.rule_id for e in result.evidence}
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "rule"),
+    [
+        (
+            "pkg/run.py",
+            "subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)",
+            "mp.exec.silent-process",
+        ),
+        ("index.js", "cp.spawn(bin, args, { detached: true, stdio: 'ignore' }).unref()", "mp.exec.silent-process"),
+        ("pkg/a.py", 'subprocess.run(["rundll32.exe", "payload.dll,Start"])', "mp.inject.lolbas-proxy"),
+        ("pkg/a.py", 'URL = "https://files.catbox.moe/abc123.bin"', "mp.beacon.drop-service"),
+        ("pkg/a.py", 'URL = "https://update-check.xyz/v1"', "mp.beacon.shady-link"),
+        ("index.js", "while (!![]) { switch (x[i++]) { case '0': break; } }", "mp.obfuscation.js-packer"),
+        ("pkg/a.py", "name = ''.join(chr(c) for c in [101, 118, 97, 108])", "mp.obfuscation.py-idioms"),
+        ("lib/pkg.rb", "Gem.post_install do |installer|\n  system('id')\nend", "mp.hook.rubygems-install"),
+        ("index.js", "const s = JSON.stringify(process['env'])", "mp.creds.serialize-environment"),
+    ],
+)
+def test_guarddog_family_signals_make_the_rules_detector_vote(path, body, rule):
+    """Hidden processes, LOLBAS proxies, shady links and obfuscation idioms reach the voting threshold."""
+    result = run_precheck(new_file(path, body), POLICY)
+    assert rule in {e.rule_id for e in result.evidence}
+    assert result.score >= 0.5 * POLICY.precheck.block_score
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("pkg/a.py", "# Adapted from http://bit.ly/2gK6bXK (see the original)"),
+        ("pkg/a.py", "__import__('pkg_resources').declare_namespace(__name__)"),
+        ("pkg/a.py", 'x = "a string that only mentions CreateRemoteThread"'),
+        ("pkg/a.py", "proc = subprocess.run(cmd, creationflags=subprocess.CREATE_NO_WINDOW)"),
+        ("pkg/a.py", 'session.get("http://127.0.0.1:8080/health")'),
+        ("docs/a.md", "* [markdown nesting](https://example.com) [[[[[[[[[[[[[[[[[[[[[foo]()"),
+    ],
+)
+def test_lookalikes_of_guarddog_families_stay_below_the_vote(path, body):
+    """Comments, namespace packages, mentions in strings, hidden windows and loopback URLs don't vote alone."""
+    assert run_precheck(new_file(path, body), POLICY).score < 0.5 * POLICY.precheck.block_score
