@@ -18,10 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from worker.detectors._windows import models_dir
-from worker.training.data import POLICIES, default_datasets_dir, load_corpus
+from worker.training.data import POLICIES, default_datasets_dir, load_corpus, own_mask, with_code_negatives
 from worker.training.mil import error_rates
 
 DETECTORS = ("lexical", "semantic")
+# Policies whose model thresholds are re-chosen for the local 2-of-3 quorum (worker.training.ensemble)
+# after both models are trained; each artifact keeps its stand-alone threshold as ``threshold_alone``.
+ENSEMBLE_CALIBRATED = ("prompt-injection",)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -52,8 +55,9 @@ def main(argv: list[str] | None = None) -> None:
         distill_embeddings(None if args.out_dir is None else out_dir / "minilm-static", force=args.redistill)
     summary: dict[str, dict[str, object]] = {}
     for policy in args.policy or list(POLICIES):
-        train = load_corpus(datasets, policy, "train")
+        train = with_code_negatives(load_corpus(datasets, policy, "train"), datasets, policy, "train")
         labels = np.asarray(train.labels)
+        oof: dict[str, np.ndarray] = {}
         for detector in detectors:
             if detector == "lexical":
                 from worker.training.lexical import train_lexical
@@ -63,9 +67,21 @@ def main(argv: list[str] | None = None) -> None:
                 from worker.training.semantic import train_semantic
 
                 result = train_semantic(policy, train, out_dir)
-            fnr, fpr = error_rates(result.oof_scores, labels, result.threshold_logit)
+            own = own_mask(train)
+            fnr, fpr = error_rates(result.oof_scores[own], labels[own], result.threshold_logit)
             summary[f"{policy}/{detector}"] = {"cv_fnr": round(fnr, 4), "cv_fpr": round(fpr, 4)}
             print(f"[{detector}:{policy}] group-CV on train: FNR {fnr:.3f}  FPR {fpr:.3f}", flush=True)
+            oof[detector] = result.oof_scores
+        if policy in ENSEMBLE_CALIBRATED and set(oof) == set(DETECTORS):
+            from worker.training.ensemble import choose_ensemble_thresholds, store_threshold
+
+            choice = choose_ensemble_thresholds(policy, train, oof["lexical"], oof["semantic"])
+            store_threshold(out_dir / policy / "lexical.npz", choice.lexical_logit)
+            store_threshold(out_dir / policy / "semantic.npz", choice.semantic_logit)
+            summary[f"{policy}/ensemble"] = {
+                "cv_fnr": round(choice.fnr, 4), "cv_fpr": round(choice.fpr, 4), "cv_code_fpr": round(choice.code_fpr, 4)
+            }
+            print(f"[ensemble:{policy}] group-CV on train: {choice}", flush=True)
     print(json.dumps(summary, indent=2))
 
 

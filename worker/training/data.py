@@ -8,6 +8,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 POLICIES: tuple[str, ...] = ("prompt-injection", "malicious-package")
 
 
@@ -43,4 +45,48 @@ def load_corpus(datasets_dir: Path, policy: str, split: str) -> Corpus:
             labels.append(1 if record["label"] == "harmful" else 0)
             groups.append(record["group"])
             ids.append(record["id"])
+    return Corpus(texts=texts, labels=labels, groups=groups, ids=ids)
+
+
+def own_mask(corpus: Corpus) -> np.ndarray:
+    """True for the policy's own records, False for borrowed code negatives."""
+    return np.array([not g.startswith(CODE_GROUP_PREFIX) for g in corpus.groups])
+
+
+# Prompt-injection models never saw code, yet package diffs are a large share of what they gate
+# (on real PyPI/npm releases they voted harmful ~42 % of the time). The malicious-package TRAIN
+# split's harmless diffs become extra prompt-injection negatives. Long diffs are sampled as a few
+# evenly spaced slices so code does not outweigh the prose corpus (and training stays cheap).
+CODE_NEGATIVES: dict[str, str] = {"prompt-injection": "malicious-package"}
+CODE_GROUP_PREFIX = "code:"
+CODE_SLICES = 3
+CODE_SLICE_BYTES = 3072
+
+
+def code_slices(text: str, slices: int = CODE_SLICES, size: int = CODE_SLICE_BYTES) -> list[str]:
+    """At most ``slices`` evenly spaced ``size``-byte slices of ``text`` (the whole text if short)."""
+    data = text.encode("utf-8")
+    if len(data) <= slices * size:
+        return [text]
+    step = (len(data) - size) / (slices - 1)
+    starts = [round(i * step) for i in range(slices)]
+    return [data[s : s + size].decode("utf-8", errors="ignore") for s in starts]
+
+
+def with_code_negatives(corpus: Corpus, datasets_dir: Path, policy: str, split: str) -> Corpus:
+    """``corpus`` plus the harmless diffs of the sibling code policy's same split, if any."""
+    source = CODE_NEGATIVES.get(policy)
+    if source is None:
+        return corpus
+    code = load_corpus(datasets_dir, source, split)
+    texts, labels = list(corpus.texts), list(corpus.labels)
+    groups, ids = list(corpus.groups), list(corpus.ids)
+    for text, label, group, id_ in zip(code.texts, code.labels, code.groups, code.ids, strict=True):
+        if label:
+            continue
+        for index, piece in enumerate(code_slices(text)):
+            texts.append(piece)
+            labels.append(0)
+            groups.append(f"{CODE_GROUP_PREFIX}{group}")
+            ids.append(f"{id_}#{index}")
     return Corpus(texts=texts, labels=labels, groups=groups, ids=ids)

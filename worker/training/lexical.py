@@ -11,7 +11,7 @@ from sklearn.linear_model import SGDClassifier
 
 from worker.detectors._ngrams import featurize
 from worker.detectors.lexical import ARTIFACT
-from worker.training.data import Corpus
+from worker.training.data import Corpus, own_mask
 from worker.training.mil import (
     MALWARE_GROUP_POWER,
     MilConfig,
@@ -92,7 +92,8 @@ def train_lexical(policy: str, train: Corpus, out_dir: Path, log: bool = True) -
     if log:
         print(f"[lexical:{policy}] {matrix.shape[0]} windows, {matrix.nnz} non-zeros")
     oof = out_of_fold(lambda: _classifier(recipe), matrix, owner, labels, train.groups, recipe.mil)
-    threshold = choose_threshold(oof, labels)
+    own = own_mask(train)  # borrowed code negatives train the model, not its threshold
+    threshold = choose_threshold(oof[own], labels[own])
     weights = artifact_weights(train.groups, labels, recipe.mil.group_power)
     model = fit_mil(lambda: _classifier(recipe), matrix, owner, labels, weights, recipe.mil)
     target = out_dir / policy
@@ -105,6 +106,6 @@ def train_lexical(policy: str, train: Corpus, out_dir: Path, log: bool = True) -
         window=np.int32(recipe.window),
         overlap=np.int32(recipe.overlap),
         threshold=np.float32(1.0 / (1.0 + np.exp(-threshold))),
-        **cv_metrics(oof, labels, threshold),
+        **cv_metrics(oof[own], labels[own], threshold),
     )
     return LexicalResult(oof_scores=oof, threshold_logit=threshold)

@@ -19,7 +19,7 @@ from sklearn.preprocessing import StandardScaler
 
 from worker.detectors._embedding import EMBEDDING_DIR, Head, StaticEmbedding
 from worker.detectors.semantic import ARTIFACT
-from worker.training.data import Corpus
+from worker.training.data import Corpus, own_mask
 from worker.training.mil import (
     MALWARE_GROUP_POWER,
     MilConfig,
@@ -126,7 +126,8 @@ def train_semantic(policy: str, train: Corpus, out_dir: Path, log: bool = True) 
     if log:
         print(f"[semantic:{policy}] {features.shape[0]} windows of {features.shape[1]} features")
     oof = out_of_fold(lambda: ScaledHead(recipe), features, owner, labels, train.groups, recipe.mil)
-    threshold = choose_threshold(oof, labels)
+    own = own_mask(train)  # borrowed code negatives train the model, not its threshold
+    threshold = choose_threshold(oof[own], labels[own])
     weights = artifact_weights(train.groups, labels, recipe.mil.group_power)
     model = fit_mil(lambda: ScaledHead(recipe), features, owner, labels, weights, recipe.mil)
     assert isinstance(model, ScaledHead)
@@ -138,6 +139,6 @@ def train_semantic(policy: str, train: Corpus, out_dir: Path, log: bool = True) 
         window=np.int32(recipe.window),
         overlap=np.int32(recipe.overlap),
         threshold=np.float32(1.0 / (1.0 + np.exp(-threshold))),
-        **cv_metrics(oof, labels, threshold),
+        **cv_metrics(oof[own], labels[own], threshold),
     )
     return SemanticResult(oof_scores=oof, threshold_logit=threshold)

@@ -1,0 +1,99 @@
+"""Pick the model thresholds for the policy's quorum, not for each model alone.
+
+Each model's own threshold minimises its FNR + FPR; but the gate decides with a
+quorum (default: pre-check decisive → harmful; else 2 of rules, lexical,
+semantic). With a precise rules voter, the best model thresholds are the ones
+that minimise the *ensemble's* errors. This simulates the local quorum on the
+out-of-fold model scores and the rules scores of the training split, searches a
+grid of threshold pairs, and returns the best. Train only; dev is never read.
+
+Objective: FNR + FPR on the policy's own corpus + FPR on the extra code
+negatives (a diff is a large share of what is gated), each artifact weighted
+``1/sqrt(group size)`` so a big family does not decide alone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from policies.loader import load_policy
+from worker.core.precheck import scan_rules
+from worker.core.ruleset import load_ruleset
+from worker.detectors.rules import DEFAULT_RATIO
+from worker.training.data import CODE_GROUP_PREFIX, Corpus
+
+GRID = 80  # candidate thresholds per model (quantiles of its out-of-fold scores)
+
+
+@dataclass(frozen=True)
+class EnsembleChoice:
+    lexical_logit: float
+    semantic_logit: float
+    fnr: float
+    fpr: float
+    code_fpr: float
+
+
+def rules_scores(policy_id: str, texts: list[str]) -> np.ndarray:
+    """The pre-check score of every text under the policy's rulesets."""
+    policy = load_policy(policy_id)
+    rulesets = [load_ruleset(name) for name in policy.precheck.rulesets]
+    return np.array([scan_rules(text.encode("utf-8"), rulesets).score for text in texts])
+
+
+def _weights(groups: list[str], power: float = 0.5) -> np.ndarray:
+    sizes = Counter(groups)
+    return np.array([sizes[g] ** -power for g in groups])
+
+
+def _rate(wrong: np.ndarray, weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Weighted error rate over ``mask`` for every grid column of ``wrong`` (n x k)."""
+    w = weights[mask]
+    return (wrong[mask] * w[:, None]).sum(axis=0) / max(w.sum(), 1e-12)
+
+
+def choose_ensemble_thresholds(
+    policy_id: str, train: Corpus, lexical_oof: np.ndarray, semantic_oof: np.ndarray
+) -> EnsembleChoice:
+    """The (lexical, semantic) logit thresholds that minimise the simulated quorum's errors."""
+    policy = load_policy(policy_id)
+    block = policy.precheck.block_score
+    rules = rules_scores(policy_id, train.texts)
+    decisive = rules >= block
+    rules_vote = (rules >= DEFAULT_RATIO * block).astype(np.int8)
+    labels = np.asarray(train.labels)
+    code = np.array([g.startswith(CODE_GROUP_PREFIX) for g in train.groups])
+    weights = _weights(train.groups)
+    positive, negative, code_negative = (labels == 1) & ~code, (labels == 0) & ~code, (labels == 0) & code
+    grid = np.linspace(0.0, 1.0, GRID)
+    lex_cuts = np.quantile(lexical_oof[~code], grid)
+    sem_cuts = np.quantile(semantic_oof[~code], grid)
+    lex_votes = (lexical_oof[:, None] >= lex_cuts[None, :]).astype(np.int8)  # n x G
+    best: EnsembleChoice | None = None
+    best_cost = np.inf
+    for j, sem_cut in enumerate(sem_cuts):
+        sem_vote = (semantic_oof >= sem_cut).astype(np.int8)
+        harmful = decisive[:, None] | ((rules_vote + sem_vote)[:, None] + lex_votes >= policy.quorum.required)
+        fnr = _rate(~harmful, weights, positive)
+        fpr = _rate(harmful, weights, negative)
+        code_fpr = _rate(harmful, weights, code_negative) if code_negative.any() else np.zeros(GRID)
+        cost = fnr + fpr + code_fpr
+        i = int(np.argmin(cost))
+        if cost[i] < best_cost:
+            best_cost = float(cost[i])
+            best = EnsembleChoice(float(lex_cuts[i]), float(sem_cut), float(fnr[i]), float(fpr[i]), float(code_fpr[i]))
+    assert best is not None
+    return best
+
+
+def store_threshold(path: Path, logit: float) -> None:
+    """Rewrite an artifact's run-time ``threshold`` (a probability), keeping the old one as ``threshold_alone``."""
+    with np.load(path) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    arrays.setdefault("threshold_alone", arrays["threshold"])
+    arrays["threshold"] = np.float32(1.0 / (1.0 + np.exp(-logit)))
+    np.savez_compressed(path, **arrays)
