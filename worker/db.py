@@ -137,10 +137,18 @@ class GateRepo:
         self._async_engine: Engine | None = None
 
     @property
-    def recoverable_engine(self) -> Engine:
-        """Postgres: a small pool of autocommit sessions with ``synchronous_commit=off``, for
-        single-statement transitions that are recoverable (see ``_recoverable``): one round trip,
-        no WAL-flush wait. Created on first use, so only the processes that start gates open it."""
+    def autocommit_engine(self) -> Engine:
+        """Postgres: a small pool of autocommit sessions with ``synchronous_commit=off``, for plain
+        reads and for single-statement transitions that are recoverable: one round trip each (no
+        BEGIN/ROLLBACK around a read), no wait for the WAL flush. Created on first use.
+
+        Recoverable means a transition whose loss in a database crash is recovered by design,
+        its audit rows in the same statement (so lost together, never apart): a gate marked
+        ``running`` (it reverts to open, and the sweeper re-enqueues open gates) and a submission
+        marked published (the sweeper republishes it; consumers de-duplicate by message id).
+        WAL is flushed in order, so the next synchronous commit (a decision, an intake) makes
+        every earlier one durable too: no later state survives without them. Never for a write
+        that must be durable before something external happens (intake, decisions)."""
         if self._async_engine is None:
             self._async_engine = create_engine(
                 self.engine.url,
@@ -237,7 +245,8 @@ class GateRepo:
         if not ids:
             return {}
         table = Gate.__table__  # type: ignore[attr-defined]
-        with self.engine.connect() as conn:
+        engine = self.autocommit_engine if self._locks else self.engine  # a read: one round trip
+        with engine.connect() as conn:
             rows = conn.execute(core_select(table).where(table.c.id.in_(ids))).mappings().all()
         return {row["id"]: Gate(**row) for row in rows}
 
@@ -265,7 +274,6 @@ class GateRepo:
             .returning(*table.c)
         )
         with self.engine.begin() as conn:
-            self._recoverable(conn)
             gates = [Gate(**row) for row in conn.execute(stmt).mappings()]
             self._audit_many(conn, [(g.id, "running", f"attempt={g.attempts}") for g in gates], actor)
         return gates
@@ -286,7 +294,7 @@ class GateRepo:
             SELECT * FROM started
             """
         ).columns(*Gate.__table__.c)  # type: ignore[attr-defined]  # typed results, as the Core paths
-        with self.recoverable_engine.connect() as conn:
+        with self.autocommit_engine.connect() as conn:
             rows = conn.execute(stmt, {"now": utcnow(), "ids": ids, "actor": actor}).mappings().all()
         return [Gate(**row) for row in rows]
 
@@ -348,7 +356,10 @@ class GateRepo:
         if not rows:
             return {}
         given = values(
-            column("gid", String), column("decision", String), column("reason", String), column("report", String),
+            column("gid", String),
+            column("decision", String),
+            column("reason", String),
+            column("report", String),
             name="given",
         ).data(rows)
         stmt = (
@@ -365,20 +376,6 @@ class GateRepo:
             .returning(table.c.id, table.c.sha256)
         )
         return {gid: sha for gid, sha in conn.execute(stmt).all()}
-
-    def _recoverable(self, conn: Connection) -> None:
-        """Commit this transaction without waiting for its WAL flush (Postgres ``synchronous_commit``).
-
-        Only for transitions whose loss in a database crash is recovered by design, with their
-        audit rows in the same transaction (so lost together, never apart): a gate marked
-        ``running`` (it reverts to open, and the sweeper re-enqueues open gates) and a submission
-        marked published (the sweeper republishes it; consumers de-duplicate by message id).
-        WAL is flushed in order, so the next synchronous commit (a decision, an intake) makes
-        every earlier one durable too: no later state can survive without them. Nothing external
-        depends on them alone. Saves one WAL flush per batch on each of those paths.
-        """
-        if self._locks:  # Postgres
-            conn.execute(text("SET LOCAL synchronous_commit TO OFF"))
 
     def _audit_many(self, conn: Connection, events: Sequence[tuple[str, str, str]], actor: str) -> None:
         if not events:
@@ -443,9 +440,26 @@ class GateRepo:
         """``mark_published`` for several submissions in one transaction."""
         if not published:
             return
+        if self._locks:  # Postgres: one recoverable statement, one round trip
+            stmt = text(
+                """
+                WITH marked AS (UPDATE submissions SET published = true WHERE id = ANY(:sids))
+                INSERT INTO audit_events (gate_id, at, event, actor, detail)
+                SELECT gid, :now, 'published', :actor, :detail FROM unnest(CAST(:gids AS text[])) AS gid
+                """
+            )
+            params = {
+                "sids": [sid for sid, _ in published],
+                "gids": [gid for _, ids in published for gid in ids],
+                "now": utcnow(),
+                "actor": actor,
+                "detail": detail[:500],
+            }
+            with self.autocommit_engine.connect() as conn:
+                conn.execute(stmt, params)
+            return
         subs_t = Submission.__table__  # type: ignore[attr-defined]
         with self.engine.begin() as conn:
-            self._recoverable(conn)
             conn.execute(
                 update(subs_t).where(subs_t.c.id.in_([sid for sid, _ in published])).values(published=True)
             )

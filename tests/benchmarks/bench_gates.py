@@ -219,7 +219,9 @@ def run(env: dict[str, str], workers: int, batch: int, n: int, alone: int, tmp: 
     }
 
 
-def floor(env: dict[str, str], workers: int, samples: int, chords: int, tmp: Path) -> tuple[float, float, float]:
+def floor(
+    env: dict[str, str], workers: int, samples: int, chords: int, tmp: Path
+) -> tuple[float, float, float]:
     """p50/p95 ms of an empty 1 + 3 + 1 chord on a worker of the bare floor app, one at a time,
     and the worker's CPU ms per chord over ``chords`` chords sent at once."""
     import uuid
