@@ -24,7 +24,7 @@ from worker.training.mil import error_rates
 DETECTORS = ("lexical", "semantic")
 # Policies whose model thresholds are re-chosen for the local 2-of-3 quorum (worker.training.ensemble)
 # after both models are trained; each artifact keeps its stand-alone threshold as ``threshold_alone``.
-ENSEMBLE_CALIBRATED = ("prompt-injection",)
+ENSEMBLE_CALIBRATED = POLICIES
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -79,7 +79,9 @@ def main(argv: list[str] | None = None) -> None:
             store_threshold(out_dir / policy / "lexical.npz", choice.lexical_logit)
             store_threshold(out_dir / policy / "semantic.npz", choice.semantic_logit)
             summary[f"{policy}/ensemble"] = {
-                "cv_fnr": round(choice.fnr, 4), "cv_fpr": round(choice.fpr, 4), "cv_code_fpr": round(choice.code_fpr, 4)
+                "cv_fnr": round(choice.fnr, 4),
+                "cv_fpr": round(choice.fpr, 4),
+                "cv_code_fpr": round(choice.code_fpr, 4),
             }
             print(f"[ensemble:{policy}] group-CV on train: {choice}", flush=True)
     print(json.dumps(summary, indent=2))

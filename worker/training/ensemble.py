@@ -75,7 +75,7 @@ def choose_ensemble_thresholds(
     lex_votes = (lexical_oof[:, None] >= lex_cuts[None, :]).astype(np.int8)  # n x G
     best: EnsembleChoice | None = None
     best_cost = np.inf
-    for j, sem_cut in enumerate(sem_cuts):
+    for sem_cut in sem_cuts:
         sem_vote = (semantic_oof >= sem_cut).astype(np.int8)
         harmful = decisive[:, None] | ((rules_vote + sem_vote)[:, None] + lex_votes >= policy.quorum.required)
         fnr = _rate(~harmful, weights, positive)
@@ -85,7 +85,9 @@ def choose_ensemble_thresholds(
         i = int(np.argmin(cost))
         if cost[i] < best_cost:
             best_cost = float(cost[i])
-            best = EnsembleChoice(float(lex_cuts[i]), float(sem_cut), float(fnr[i]), float(fpr[i]), float(code_fpr[i]))
+            best = EnsembleChoice(
+                float(lex_cuts[i]), float(sem_cut), float(fnr[i]), float(fpr[i]), float(code_fpr[i])
+            )
     assert best is not None
     return best
 
