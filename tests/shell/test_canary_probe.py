@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -123,14 +124,18 @@ def vote(detector: CanaryProbeDetector, text: str) -> Vote:
     return cast_vote(detector.name, detector.backend, answer, POLICY.protocol, latency_ms=1.0)
 
 
-def test_bait_prompt_and_raw_user_turn(fake: FakeCanary) -> None:
-    """The probe gets the bait (persona, canary, marker) and the artifact raw, unfenced, at temperature 0."""
+def test_bait_prompt_and_fenced_user_turn(fake: FakeCanary) -> None:
+    """The probe gets the bait (persona, canary, marker) and the artifact in a nonce fence, at temperature 0."""
     assert vote(probe(fake), EMAIL).verdict == "harmless"
     (body,) = fake.requests
     system = body["system"] if fake.api == "anthropic" else body["messages"][0]["content"]
     user = body["messages"][-1]["content"]
     assert BAIT.canary in system and BAIT.marker in system and BAIT.persona in system
-    assert user.endswith(EMAIL) and "UNTRUSTED_INPUT" not in user
+    match = re.fullmatch(
+        r"Customer message:\n\n<UNTRUSTED_INPUT id=([\w-]+)>\n(.*)\n</UNTRUSTED_INPUT id=\1>", user, re.S
+    )
+    assert match is not None and match.group(2) == EMAIL
+    assert "UNTRUSTED_INPUT" not in system
     temperature = body["options"]["temperature"] if fake.api == "ollama" else body["temperature"]
     assert temperature == 0
     assert "format" not in body and "response_format" not in body

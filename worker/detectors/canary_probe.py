@@ -3,9 +3,10 @@
 Little-canary style. A small, deliberately weak model gets a bait system prompt
 (a benign persona, a secret canary sentence, a marker word it must never
 write, and one task: summarize the message for a colleague) and the artifact
-as the user turn. The artifact is **not** fenced or framed as data here, on
-purpose: the probe exists to be compromised, so that we can watch it happen.
-It is only labelled as the customer message.
+as the user turn. Like every detector it gets the artifact inside a per-call
+nonce fence (``<UNTRUSTED_INPUT id=…>``; artifact text never reaches a model
+unfenced), but the bait does not tell it that fenced text is data to distrust:
+the probe exists to be compromised, so that we can watch it happen.
 
 The reply is then inspected (:func:`compromise_signals`) for signs that the
 artifact took control: the canary or the marker leaked, bait instructions
@@ -32,7 +33,7 @@ import structlog
 from policies.schema import HarmPolicy
 from worker.core.detector import Artifact, verdict_output
 from worker.core.errors import DetectorError
-from worker.core.fence import leaked, new_canary_sentence, skeleton
+from worker.core.fence import fence_artifact, leaked, new_canary_sentence, new_nonce, skeleton
 from worker.core.models import Answer, ErrorKind, Verdict
 from worker.detectors.llm import WindowTally, artifact_windows
 from worker.detectors.llm_api import APIS, ChatClient
@@ -161,8 +162,10 @@ class CanaryProbeDetector:
         found: list[str] = []
         for number, (span, text) in enumerate(windows, start=1):
             bait = new_bait()
-            # Deliberately raw: no fence, no "this is data" framing. Only a label.
-            completion = self.client.complete(bait.system, f"Customer message:\n\n{text}")
+            # Fenced like every detector's input, but with no "this is data" framing: only a label.
+            completion = self.client.complete(
+                bait.system, f"Customer message:\n\n{fence_artifact(text, new_nonce())}"
+            )
             if not completion.text.strip():
                 raise DetectorError(
                     f"{self.backend}: empty reply (window {number}/{len(windows)})", ErrorKind.malformed
