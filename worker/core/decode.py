@@ -34,9 +34,6 @@ _ROT13 = bytes.maketrans(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
     b"NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
 )
-_NOT_B64 = bytes(
-    1 - b for b in byte_mask(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_")
-)
 _HEX_RUN = re.compile(rb"[0-9a-fA-F]+")
 _PRINTABLE = bytes(range(32, 127)) + b"\t\n\r" + bytes(range(128, 256))
 _LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -50,7 +47,6 @@ _HASH_PREFIXES = (
 _BINARY_URI = re.compile(
     rb"data:(?:image|font|audio|video|application/(?:octet-stream|x-font|font|pdf|zip|wasm))"
 )
-_PERCENT = re.compile(rb"%[0-9A-Fa-f]{2}")
 _ESCAPES = re.compile(
     rb"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})(?:[^\"'\n\\]{0,3}\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}))+"
 )
@@ -100,7 +96,8 @@ def _decode_once(parent: Layer) -> list[Layer]:
         last not in _WHOLE_TEXT
     ):  # reversal of a ROT13'd artifact is left out: a full-size layer for a rare trick
         flipped = Reverse(parent.offsets, len(parent.data))
-        children.append(Layer(prefix + "reversed", parent.flat[::-1], flipped, parent.depth + 1))
+        backwards = np.frombuffer(parent.flat, dtype=np.uint8)[::-1].tobytes()  # 2x faster than [::-1]
+        children.append(Layer(prefix + "reversed", backwards, flipped, parent.depth + 1))
     return children
 
 
@@ -119,9 +116,11 @@ def _textual(payload: bytes) -> bool:
 
 def _encoded_runs(data: bytes) -> list[Payload]:
     """Every encoded run in ``data`` that decodes to text."""
-    runs = _alphabet_runs(data)
-    if data.count(b"%") >= 4:
-        runs += _percent_runs(data)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    runs = _alphabet_runs(data, arr)
+    percents = np.flatnonzero(arr == 37)  # '%'
+    if len(percents) >= 4:
+        runs += _percent_runs(data, arr, percents)
     if b"\\" in data:  # one-byte gates are memchr-fast; the regexes then jump between literal prefixes
         runs += [("escapes", m.start(), m.end(), _unescape(m.group())) for m in _ESCAPES.finditer(data)]
     for pattern, gate in zip(_CHAR_CODES, (b"fromCharCode", b"["), strict=True):
@@ -134,15 +133,12 @@ def _encoded_runs(data: bytes) -> list[Payload]:
     return [run for run in runs if _textual(run[3])]
 
 
-def _alphabet_runs(data: bytes, min_len: int = 20) -> list[Payload]:
+def _alphabet_runs(data: bytes, arr: npt.NDArray[np.uint8], min_len: int = 20) -> list[Payload]:
     """Runs of the base64 alphabet: all-hex runs decode as hex, the rest as base64."""
     if len(data) < min_len:
         return []
-    outside = np.flatnonzero(np.frombuffer(data.translate(_NOT_B64), dtype=bool))
-    edges = np.concatenate(([-1], outside, [len(data)]))
-    wide = np.flatnonzero(np.diff(edges) > min_len)
+    starts, ends = _long_runs(_in_base64_alphabet(arr), min_len)
     found: list[Payload] = []
-    starts, ends = edges[wide] + 1, edges[wide + 1]
     hashed = _hash_runs(data, starts, ends)
     for start, end in zip(starts[~hashed].tolist(), ends[~hashed].tolist(), strict=True):
         head = data[max(0, start - 120) : start]
@@ -160,6 +156,37 @@ def _alphabet_runs(data: bytes, min_len: int = 20) -> list[Payload]:
             end += 1
         found.append(("base64", start, end, _b64(run)))
     return found
+
+
+def _in_base64_alphabet(arr: npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:
+    """``A-Z a-z 0-9 + / - _`` as a mask: a few SIMD compares, cheaper than a lookup table."""
+    inside = (arr | np.uint8(0x20)) - np.uint8(97) < 26  # letters (uint8 wraps around below 'a')
+    inside |= arr - np.uint8(48) < 10  # digits
+    for char in b"+/-_":
+        inside |= arr == char
+    return inside
+
+
+def _long_runs(
+    mask: npt.NDArray[np.bool_], length: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``[start, end)`` of every maximal run of ``mask`` at least ``length`` long.
+
+    Erosion by doubling: after it, ``hits[i]`` says ``mask[i:i+length]`` is all
+    true; consecutive hits belong to one run.
+    """
+    hits, width = mask, 1
+    while width * 2 <= length:
+        hits, width = hits[:-width] & hits[width:], width * 2
+    if width < length:
+        hits = hits[: width - length] & hits[length - width :]
+    at = np.flatnonzero(hits)
+    if not len(at):
+        return at, at
+    breaks = np.flatnonzero(np.diff(at) > 1)
+    starts = np.concatenate((at[:1], at[breaks + 1]))
+    ends = np.concatenate((at[breaks], at[-1:])) + length
+    return starts.astype(np.int64), ends.astype(np.int64)
 
 
 _HASHES = [(np.frombuffer(prefix, dtype=np.uint8), digits) for prefix, digits in _HASH_PREFIXES]
@@ -203,17 +230,23 @@ def _b64(run: bytes) -> bytes:
         return b""
 
 
-def _percent_runs(data: bytes) -> list[Payload]:
+_HEX_DIGIT = np.frombuffer(byte_mask(b"0123456789abcdefABCDEF"), dtype=bool)
+
+
+def _percent_runs(data: bytes, arr: npt.NDArray[np.uint8], percents: npt.NDArray[np.intp]) -> list[Payload]:
     """Clusters of at least four %XX escapes (each within 24 bytes of the previous one)."""
-    starts = [m.start() for m in _PERCENT.finditer(data)]
+    percents = percents[percents + 2 < len(arr)]
+    starts = percents[_HEX_DIGIT[arr[percents + 1]] & _HEX_DIGIT[arr[percents + 2]]]
+    if len(starts) < 4:
+        return []
+    breaks = np.flatnonzero(np.diff(starts) > 24)
+    firsts = np.concatenate(([0], breaks + 1))
+    lasts = np.concatenate((breaks, [len(starts) - 1]))
     found: list[Payload] = []
-    first = 0
-    for i in range(1, len(starts) + 1):
-        if i == len(starts) or starts[i] - starts[i - 1] > 24:
-            if i - first >= 4:
-                s, e = starts[first], starts[i - 1] + 3
-                found.append(("url", s, e, unquote_to_bytes(data[s:e].replace(b"+", b" "))))
-            first = i
+    for first, last in zip(firsts.tolist(), lasts.tolist(), strict=True):
+        if last - first + 1 >= 4:
+            s, e = int(starts[first]), int(starts[last]) + 3
+            found.append(("url", s, e, unquote_to_bytes(data[s:e].replace(b"+", b" "))))
     return found
 
 

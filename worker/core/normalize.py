@@ -101,21 +101,29 @@ class Reverse:
 
 
 class Gather:
-    """Layer byte ``i`` is the ``i``-th kept byte at ``base``; the index is built on first use."""
+    """Layer byte ``i`` is the ``i``-th byte at ``base`` that whitespace collapsing kept.
 
-    def __init__(self, keep: npt.NDArray[np.bool_], base: int = 0) -> None:
-        self.keep = keep
+    Stored as the (sorted) positions of the DROPPED bytes, usually a small
+    fraction of the layer; a span is two binary searches, no per-byte index.
+    """
+
+    def __init__(self, dropped: Ints, size: int, base: int = 0) -> None:
+        self.dropped = dropped
+        self.kept = size - len(dropped)
         self.base = base
-        self._kept: Ints | None = None
+        self._rank: Ints | None = None
+
+    def _position(self, index: int) -> int:
+        """Original position of the ``index``-th kept byte."""
+        if self._rank is None:  # kept bytes before each dropped one (non-decreasing)
+            self._rank = self.dropped - np.arange(len(self.dropped), dtype=np.int64)
+        return index + int(np.searchsorted(self._rank, index, side="right"))
 
     def span(self, start: int, end: int) -> tuple[int, int]:
-        if self._kept is None:
-            self._kept = np.flatnonzero(self.keep)
-        kept = self._kept
-        if not len(kept):
+        if not self.kept:
             return self.base, self.base
-        first = int(kept[min(start, len(kept) - 1)])
-        last = int(kept[min(max(end, start + 1), len(kept)) - 1]) + 1
+        first = self._position(min(start, self.kept - 1))
+        last = self._position(min(max(end, start + 1), self.kept) - 1) + 1
         return self.base + first, self.base + max(first, last)
 
 
@@ -151,7 +159,7 @@ class Layer:
     @cached_property
     def flat(self) -> bytes:
         """The same bytes with newlines read as spaces (same length, same map)."""
-        return self.data.translate(_FLAT) if b"\n" in self.data else self.data
+        return self.data.replace(b"\n", b" ")
 
 
 @dataclass(frozen=True)
@@ -230,9 +238,12 @@ def normalize(data: bytes, base: int = 0) -> Normalized:
     state = _Folder(data, base)
     if not data.isascii():
         data, offsets = state.fold()
-    collapsed, kept = collapse_whitespace(data)
-    if kept is not None:
-        offsets = Gather(kept, base) if isinstance(offsets, Shift) else Compose(Gather(kept), offsets)
+    collapsed, dropped = _collapse(data)
+    if dropped is not None:
+        if isinstance(offsets, Shift):
+            offsets = Gather(dropped, len(data), base)
+        else:
+            offsets = Compose(Gather(dropped, len(data)), offsets)
     return Normalized(collapsed, offsets, state.signals, tuple(state.hidden))
 
 
@@ -245,10 +256,8 @@ def byte_mask(members: bytes) -> bytes:
     return bytes(1 if b in members else 0 for b in range(256))
 
 
-_SPACE_CLASS = bytes(2 if b in b"\n\r" else 1 if b in b" \t\x0b\x0c" else 0 for b in range(256))
-_TO_SPACE = bytes.maketrans(b"\t\n\r\x0b\x0c", b"     ")
-_FLAT = bytes.maketrans(b"\n", b" ")
-_COLLAPSIBLE = (b"  ", b"\n ", b" \n", b"\n\n", b"\t", b"\r", b"\x0b", b"\x0c")
+_BLANK_OR_BREAK = bytes.maketrans(b"\t\r\x0b\x0c", b" \n  ")  # runs' first bytes: ' ' or '\n'
+_ODD_SPACE = (b"\t", b"\r", b"\x0b", b"\x0c")
 
 
 def collapse_whitespace(data: bytes) -> tuple[bytes, npt.NDArray[np.bool_] | None]:
@@ -257,17 +266,39 @@ def collapse_whitespace(data: bytes) -> tuple[bytes, npt.NDArray[np.bool_] | Non
     Returns the collapsed bytes and the mask of original bytes kept, or
     ``None`` when ``data`` is already collapsed.
     """
-    if not any(token in data for token in _COLLAPSIBLE):
+    collapsed, dropped = _collapse(data)
+    if dropped is None:
+        return collapsed, None
+    keep = np.ones(len(data), dtype=bool)
+    keep[dropped] = False
+    return collapsed, keep
+
+
+def _collapse(data: bytes) -> tuple[bytes, Ints | None]:
+    """:func:`collapse_whitespace`, returning the sorted positions of the dropped bytes instead.
+
+    A few vectorized passes over the bytes (no ``translate`` unless tabs, CRs
+    or form feeds occur): every whitespace byte that follows another is
+    dropped; a run's first byte becomes ``\n`` if the run held a line break.
+    """
+    arr = np.frombuffer(data, dtype=np.uint8)
+    odd = any(char in data for char in _ODD_SPACE)
+    space = (arr - np.uint8(9) < 5) | (arr == 32)  # \t \n \v \f \r and ' ' (uint8 wraps below 9)
+    dropped = np.flatnonzero(space[1:] & space[:-1]) + 1  # all but the first byte of each run
+    if not len(dropped) and not odd:
         return data, None
-    kind = np.frombuffer(data.translate(_SPACE_CLASS), dtype=np.uint8)  # 0 other, 1 blank, 2 line break
-    space = kind.astype(bool)
-    keep = np.ones(len(space), dtype=bool)
-    np.logical_not(space[1:] & space[:-1], out=keep[1:])  # drop all but the first byte of a run
-    firsts = np.flatnonzero(space & keep)
-    out = np.frombuffer(bytearray(data.translate(_TO_SPACE)), dtype=np.uint8)
-    breaks = np.flatnonzero(kind == 2)
-    out[firsts[np.searchsorted(firsts, breaks, side="right") - 1]] = 10  # the run held a line break
-    return out[keep].tobytes(), keep
+    out = np.frombuffer(bytearray(data.translate(_BLANK_OR_BREAK) if odd else data), dtype=np.uint8)
+    if len(dropped):
+        held = arr[dropped]
+        is_break = (held == 10) | (held == 13)
+        if is_break.any():  # runs that start blank but hold a break further on
+            index = np.arange(len(dropped))
+            heads = np.maximum.accumulate(np.where(np.diff(dropped, prepend=-2) != 1, index, 0))
+            out[dropped[heads[is_break]] - 1] = 10
+        keep = np.ones(len(arr), dtype=bool)
+        keep[dropped] = False
+        out = out[keep]
+    return out.tobytes(), dropped.astype(np.int64)
 
 
 @dataclass

@@ -120,14 +120,19 @@ def _scan_window(
     for layer in decode_layers(text) + [d for h in main.hidden for d in (h, *decode_layers(h))]:
         layers.append((layer, "decoded"))
         kind = layer.name.split("/", 1)[0]
-        if kind not in ("rot13", "reversed") and layer.data:
-            scan.signals.setdefault("decoded-" + kind, layer.offsets.span(0, 1))
+        signal = "decoded-" + kind
+        if kind not in ("rot13", "reversed") and layer.data and signal not in scan.signals:
+            scan.signals[signal] = layer.offsets.span(0, 1)  # mapped only the first time
     for layer, kind in layers:
         scopes = _SCOPES[kind, diff is not None]
+
+        def wanted(rule: Rule, scopes: frozenset[str] = scopes) -> bool:  # no start search for the rest
+            return rule.id not in scan.evidence and rule.scope in scopes
+
         for ruleset in rulesets:
-            _record(ruleset.flat.scan(layer.flat, layer.data), layer, scopes, scan, diff)
+            _record(ruleset.flat.scan(layer.flat, layer.data, wanted), layer, scopes, scan, diff)
             if kind != "decoded":  # line-anchored rules need the lines a decoded layer no longer has
-                _record(ruleset.lines.scan(layer.data), layer, scopes, scan, diff)
+                _record(ruleset.lines.scan(layer.data, wanted=wanted), layer, scopes, scan, diff)
 
 
 def _record(hits: Iterator[Hit], layer: Layer, scopes: frozenset[str], scan: Scan, diff: Diff | None) -> None:

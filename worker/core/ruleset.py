@@ -147,13 +147,19 @@ class Matcher:
             raise ConfigError(f"hyperscan cannot compile the ruleset: {exc}") from exc
         return db
 
-    def scan(self, data: bytes, lines: bytes | None = None) -> Iterator[Hit]:
-        """First hit per rule in ``data``; ``lines`` is the same text with its newlines, for filters."""
+    def scan(
+        self, data: bytes, lines: bytes | None = None, wanted: Callable[[Rule], bool] | None = None
+    ) -> Iterator[Hit]:
+        """First hit per rule in ``data``; ``lines`` is the same text with its newlines, for filters.
+
+        ``wanted`` (asked lazily, once per rule that matched) skips rules whose
+        hit the caller would discard, before their match start is searched.
+        """
         if not self.rules or not data:
             return
         context = data if lines is None else lines
         if self._db is None:
-            yield from self._scan_re(data, context)
+            yield from self._scan_re(data, context, wanted)
             return
         ends: dict[int, list[int]] = {}
 
@@ -168,6 +174,8 @@ class Matcher:
         self._db.scan(data, match_event_handler=collect, scratch=scratch)
         for index, found in ends.items():
             rule, regex, floor = self.rules[index], self.regexes[index], 0
+            if wanted is not None and not wanted(rule):
+                continue
             for end in found:
                 match = regex.search(data, max(floor, end - MAX_MATCH), end) or regex.search(data, floor, end)
                 span = match.span() if match else (max(0, end - 64), end)
@@ -176,12 +184,13 @@ class Matcher:
                     yield rule, span[0], span[1]
                     break
 
-    def _scan_re(self, data: bytes, context: bytes) -> Iterator[Hit]:
+    def _scan_re(self, data: bytes, context: bytes, wanted: Callable[[Rule], bool] | None) -> Iterator[Hit]:
         """Fallback: one combined regex of the rules not hit yet, restarted after each hit.
 
         Restarting at the hit's start (without the rule just found) yields the
         leftmost match of every rule in (hits + 1) passes.
         """
+        keep = wanted or (lambda _rule: True)
         plain = frozenset(i for i, r in enumerate(self.rules) if not r.filtered)
         position = 0
         while plain:
@@ -192,7 +201,7 @@ class Matcher:
             yield self.rules[index], match.start(), match.end()
             plain, position = plain - {index}, match.start()
         for index, rule in enumerate(self.rules):
-            if rule.filtered:
+            if rule.filtered and keep(rule):
                 for _, match in zip(range(_CANDIDATES), self.regexes[index].finditer(data), strict=False):
                     if _passes(rule, context, match.start(), match.end()):
                         yield rule, match.start(), match.end()
