@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from posixpath import basename
 from typing import Any
@@ -39,8 +39,8 @@ _METADATA = frozenset(
     {"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "uv.lock"}
     | {"Pipfile.lock", "PKG-INFO", "METADATA", "RECORD", "WHEEL", "SOURCES.txt", "top_level.txt"}
 )
-_HEADER_HEADS = np.zeros(1 << 16, dtype=bool)  # first two bytes of the header lines the parser reads
-_HEADER_HEADS[[a << 8 | b for a, b in (b"di", b"ne", b"de", b"Bi", b"GI", b"@@")]] = True
+# First four bytes of the header lines the parser reads (``@@`` lines by their first two).
+_HEADER_HEADS = np.array([int.from_bytes(h, "big") for h in (b"diff", b"new ", b"dele", b"Bina", b"GIT ")])
 _PATH = re.compile(rb"^(?:---|\+\+\+) (?:\"?[ab]/)?(.*?)\"?(?:\t.*)?$")
 _GIT_HEADER = re.compile(rb"^diff --git \"?a/(.*?)\"? \"?b/(.*?)\"?$")
 _BINARY = re.compile(rb"^Binary files (?:\"?a/)?(.*?)\"? and (?:\"?b/)?(.*?)\"? differ$")
@@ -151,18 +151,18 @@ def parse_diff(data: bytes, block: int = 1 << 23) -> Diff | None:
         added.append(found[1])
         removed.append(found[2])
         lo = hi
-    files = _read_headers(data, np.concatenate(headers).tolist())
-    if not files:
+    fields = _read_headers(data, np.concatenate(headers).tolist())
+    if not fields:
         return None
     added_runs, removed_runs = _merge(np.concatenate(added)), _merge(np.concatenate(removed))
-    starts = [f.start for f in files]
+    starts = [f["start"] for f in fields]
     counts_added = _count_lines(added_runs, starts)
     counts_removed = _count_lines(removed_runs, starts)
-    files = [
-        replace(f, added_lines=a, removed_lines=r)
-        for f, a, r in zip(files, counts_added, counts_removed, strict=True)
-    ]
-    return Diff(tuple(files), added_runs[:, :2].copy(), removed_runs[:, :2].copy())
+    files = tuple(
+        DiffFile(**f, added_lines=a, removed_lines=r)
+        for f, a, r in zip(fields, counts_added, counts_removed, strict=True)
+    )
+    return Diff(files, added_runs[:, :2].copy(), removed_runs[:, :2].copy())
 
 
 def _scan_block(data: bytes, lo: int, hi: int) -> tuple[Spans, Spans, Spans]:
@@ -175,8 +175,12 @@ def _scan_block(data: bytes, lo: int, hi: int) -> tuple[Spans, Spans, Spans]:
         starts, ends = starts[:-1], ends[:-1]
     first = np.where(ends > starts, arr[np.minimum(starts, len(arr) - 1)], 32)
     pairs = _header_pairs(data, lo + starts, first)
-    second = np.where(ends - starts > 1, arr[np.minimum(starts + 1, len(arr) - 1)], 32)
-    structural = np.flatnonzero(_HEADER_HEADS[first.astype(np.uint16) << 8 | second])
+    head = first.astype(np.uint32) << 24
+    for k in (1, 2, 3):  # bytes past a line's end read as spaces
+        head |= np.where(ends - starts > k, arr[np.minimum(starts + k, len(arr) - 1)], 32).astype(
+            np.uint32
+        ) << (24 - 8 * k)
+    structural = np.flatnonzero(np.isin(head, _HEADER_HEADS) | (head >> 16 == 0x4040))  # or "@@"
     kind = first.copy()
     kind[pairs] = 0
     headers = lo + starts[np.union1d(structural, pairs[first[pairs] == 45])]
@@ -201,8 +205,8 @@ def _header_pairs(data: bytes, starts: Spans, first: npt.NDArray[np.uint8]) -> S
     return np.union1d(pairs - 1, pairs).astype(np.int64)
 
 
-def _read_headers(data: bytes, offsets: list[int]) -> list[DiffFile]:
-    """Walk header lines only (a handful per file) and build the files."""
+def _read_headers(data: bytes, offsets: list[int]) -> list[dict[str, Any]]:
+    """Walk header lines only (a handful per file): each file's fields but its line counts."""
     files: list[dict[str, Any]] = []
     hunks_seen = True
     for offset in offsets:
@@ -222,7 +226,7 @@ def _read_headers(data: bytes, offsets: list[int]) -> list[DiffFile]:
             _apply_header(files[-1], line, data, offset)
         if line.startswith(b"--- "):
             hunks_seen = False
-    return [DiffFile(**fields) for fields in files]
+    return files
 
 
 def _apply_header(current: dict[str, Any], line: bytes, data: bytes, offset: int) -> None:
