@@ -57,7 +57,7 @@ def is_package_metadata(path: str) -> bool:
     return basename(path) in _METADATA or ".egg-info/" in path or ".dist-info/" in path
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a big release has thousands: no per-instance dict
 class DiffFile:
     """One file of a diff: its path, kind, and how many lines it adds and removes."""
 
@@ -92,17 +92,25 @@ class Diff:
         index = int(np.searchsorted(self._file_starts, offset, side="right")) - 1
         return self.files[index] if index >= 0 else None
 
+    @cached_property
+    def _added_starts(self) -> Spans:  # contiguous: searchsorted would copy a strided column per call
+        return np.ascontiguousarray(self.added[:, 0])
+
+    @cached_property
+    def _added_ends(self) -> Spans:
+        return np.ascontiguousarray(self.added[:, 1])
+
     def in_added(self, offset: int) -> bool:
         """Whether byte ``offset`` lies on an added line."""
-        index = int(np.searchsorted(self.added[:, 0], offset, side="right")) - 1
-        return index >= 0 and offset < int(self.added[index, 1])
+        index = int(np.searchsorted(self._added_starts, offset, side="right")) - 1
+        return index >= 0 and offset < int(self._added_ends[index])
 
     def added_runs(self, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
         """Added-line runs clipped to ``[start, end)``."""
         end = sys.maxsize if end is None else end
-        lo = int(np.searchsorted(self.added[:, 1], start, side="right"))
-        hi = int(np.searchsorted(self.added[:, 0], end, side="left"))
-        return [(max(start, int(s)), min(end, int(e))) for s, e in self.added[lo:hi]]
+        lo = int(np.searchsorted(self._added_ends, start, side="right"))
+        hi = int(np.searchsorted(self._added_starts, end, side="left"))
+        return [(max(start, s), min(end, e)) for s, e in self.added[lo:hi].tolist()]
 
     @cached_property
     def manifest_only(self) -> bool:
@@ -129,7 +137,7 @@ def looks_like_diff(data: bytes) -> bool:
     return (head == b"-" or b"\n--- " in data) and b"\n+++ " in data and b"\n@@ " in data
 
 
-def parse_diff(data: bytes, block: int = 1 << 23) -> Diff | None:
+def parse_diff(data: bytes, block: int = 1 << 20) -> Diff | None:
     """Parse a unified diff; ``None`` when ``data`` is not one.
 
     Lines are classified ``block`` bytes at a time, so temporary arrays stay
