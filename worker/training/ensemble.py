@@ -27,6 +27,12 @@ from worker.detectors.rules import DEFAULT_RATIO
 from worker.training.data import CODE_GROUP_PREFIX, Corpus
 
 GRID = 80  # candidate thresholds per model (quantiles of its out-of-fold scores)
+# A quorum member must stay a vote: with a precise rules voter the search would otherwise loosen a
+# weak model until it says "harmful" to half the harmless diffs, and 2-of-3 silently becomes "any
+# rules vote". Per policy, the highest (weighted, own-negatives) false-positive rate a model's
+# threshold may have. malicious-package: uncapped, the semantic vote flagged 53% of the train
+# negatives (and a plain version bump) for 0.4 pp of weighted FNR.
+VOTE_FPR_CAP: dict[str, float] = {"malicious-package": 0.4}
 
 
 @dataclass(frozen=True)
@@ -70,8 +76,8 @@ def choose_ensemble_thresholds(
     weights = _weights(train.groups)
     positive, negative, code_negative = (labels == 1) & ~code, (labels == 0) & ~code, (labels == 0) & code
     grid = np.linspace(0.0, 1.0, GRID)
-    lex_cuts = np.quantile(lexical_oof[~code], grid)
-    sem_cuts = np.quantile(semantic_oof[~code], grid)
+    lex_cuts = _capped(np.quantile(lexical_oof[~code], grid), lexical_oof, weights, negative, policy_id)
+    sem_cuts = _capped(np.quantile(semantic_oof[~code], grid), semantic_oof, weights, negative, policy_id)
     lex_votes = (lexical_oof[:, None] >= lex_cuts[None, :]).astype(np.int8)  # n x G
     best: EnsembleChoice | None = None
     best_cost = np.inf
@@ -80,7 +86,7 @@ def choose_ensemble_thresholds(
         harmful = decisive[:, None] | ((rules_vote + sem_vote)[:, None] + lex_votes >= policy.quorum.required)
         fnr = _rate(~harmful, weights, positive)
         fpr = _rate(harmful, weights, negative)
-        code_fpr = _rate(harmful, weights, code_negative) if code_negative.any() else np.zeros(GRID)
+        code_fpr = _rate(harmful, weights, code_negative) if code_negative.any() else np.zeros(len(lex_cuts))
         cost = fnr + fpr + code_fpr
         i = int(np.argmin(cost))
         if cost[i] < best_cost:
@@ -90,6 +96,17 @@ def choose_ensemble_thresholds(
             )
     assert best is not None
     return best
+
+
+def _capped(
+    cuts: np.ndarray, scores: np.ndarray, weights: np.ndarray, negative: np.ndarray, policy_id: str
+) -> np.ndarray:
+    """The candidate cuts at which the model alone flags at most the policy's cap of the negatives."""
+    cap = VOTE_FPR_CAP.get(policy_id)
+    if cap is None:
+        return cuts
+    flagged = _rate((scores[:, None] >= cuts[None, :]), weights, negative)
+    return cuts[flagged <= cap] if (flagged <= cap).any() else cuts[-1:]
 
 
 def store_threshold(path: Path, logit: float) -> None:
