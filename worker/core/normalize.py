@@ -191,9 +191,10 @@ _COMBINING = ((0x0300, 0x0370), (0x1AB0, 0x1B00), (0x1DC0, 0x1E00), (0x20D0, 0x2
 _ZW_CLASS = "\u200b-\u200d\u2060-\u2064\ufeff\u180e\u034f\u115f\u1160\u3164\uffa0\u17b4\u17b5"
 _BIDI_CLASS = "\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069"
 _VS_CLASS = "\ufe00-\ufe0f\U000e0100-\U000e01ef"
-# Runs whose folding depends on context; everything else folds with one str.translate.
+# Runs whose folding depends on context; everything else folds with one str.translate. Matched on the
+# NUL-joined runs: a run's edges are the string's ends or a NUL separator.
 _NEEDS_CONTEXT = re.compile(
-    f"(?:^[{_ZW_CLASS}]|[{_ZW_CLASS}]$|[{_ZW_CLASS}]{{2}}|[\U000e0000-\U000e007f]|[{_VS_CLASS}]{{4}}"
+    f"(?:(?:^|(?<=\x00))[{_ZW_CLASS}]|[{_ZW_CLASS}](?=\x00|$)|[{_ZW_CLASS}]{{2}}|[\U000e0000-\U000e007f]|[{_VS_CLASS}]{{4}}"
     f"|(?P<bidi>[{_BIDI_CLASS}])|(?P<lookalike>[{_LOOKALIKES}]))"
 )
 _ASCII_LETTER = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
