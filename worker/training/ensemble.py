@@ -32,7 +32,7 @@ GRID = 80  # candidate thresholds per model (quantiles of its out-of-fold scores
 # rules vote". Per policy, the highest (weighted, own-negatives) false-positive rate a model's
 # threshold may have. malicious-package: uncapped, the semantic vote flagged 53% of the train
 # negatives (and a plain version bump) for 0.4 pp of weighted FNR.
-VOTE_FPR_CAP: dict[str, float] = {"malicious-package": 0.4}
+VOTE_FPR_CAP: dict[str, float] = {"malicious-package": 0.4, "prompt-injection": 0.4}
 
 
 @dataclass(frozen=True)
