@@ -87,6 +87,31 @@ def ensure_database(url: str) -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
+def bench_env(name: str, db: str, redis_dbs: tuple[int, int]) -> tuple[Path, dict[str, str]]:
+    """A scratch folder and the ``CANARY_*`` settings of a benchmark run on its own Redis dbs and queues.
+
+    Exits with the problem when Redis or Postgres does not answer.
+    """
+    broker = redis_url()
+    ensure_database(db)
+    for problem in (check_redis(broker), check_postgres(db)):
+        if problem:
+            sys.exit(f"{name}: {problem}")
+    base = broker.rsplit("/", 1)[0]
+    tmp = Path(tempfile.mkdtemp(prefix=f"canary-{name}-"))
+    return tmp, {
+        "CANARY_BROKER_URL": f"{base}/{redis_dbs[0]}",
+        "CANARY_RESULT_BACKEND": f"{base}/{redis_dbs[1]}",
+        "CANARY_DATABASE_URL": db,
+        "CANARY_DATA_DIR": str(tmp / "data"),
+        "CANARY_OBJECT_STORE": "local",
+        "CANARY_TASK_QUEUE": f"canary.{name}",
+        "CANARY_PRELOAD": "false",
+        "CANARY_ALLOWED_QUEUE": f"canary.{name}.allowed",
+        "CANARY_REVIEW_QUEUE": f"canary.{name}.review",
+    }
+
+
 def start_worker(env: dict[str, str], workers: int, log: Path) -> subprocess.Popen[bytes]:
     fh = log.open("wb")
     proc = subprocess.Popen(
@@ -306,25 +331,8 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    broker = redis_url()
     db = os.environ.get("CANARY_BENCH_DATABASE_URL", database_url().rsplit("/", 1)[0] + "/canary_bench")
-    ensure_database(db)
-    for problem in (check_redis(broker), check_postgres(db)):
-        if problem:
-            sys.exit(f"bench_gates: {problem}")
-    base = broker.rsplit("/", 1)[0]
-    tmp = Path(tempfile.mkdtemp(prefix="canary-bench-"))
-    env = {
-        "CANARY_BROKER_URL": f"{base}/11",
-        "CANARY_RESULT_BACKEND": f"{base}/12",
-        "CANARY_DATABASE_URL": db,
-        "CANARY_DATA_DIR": str(tmp / "data"),
-        "CANARY_OBJECT_STORE": "local",
-        "CANARY_TASK_QUEUE": "canary.bench",
-        "CANARY_PRELOAD": "false",
-        "CANARY_ALLOWED_QUEUE": "canary.bench.allowed",
-        "CANARY_REVIEW_QUEUE": "canary.bench.review",
-    }
+    tmp, env = bench_env("bench", db, redis_dbs=(11, 12))
     moto = None
     if args.s3:
         port = free_port()

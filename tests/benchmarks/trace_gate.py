@@ -26,7 +26,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -126,29 +125,14 @@ def main() -> None:
     from celery import Celery
 
     from producers.intake import submit_artifact
-    from tests.benchmarks.bench_gates import POLICY, ensure_database, reset, wait_all
-    from tests.integration.services import check_postgres, check_redis, database_url, redis_url
+    from tests.benchmarks.bench_gates import POLICY, bench_env, reset, wait_all
+    from tests.integration.services import database_url
     from worker.runtime import build_runtime
     from worker.settings import Settings
 
-    broker = redis_url()
     db = database_url().rsplit("/", 1)[0] + "/canary_trace"
-    ensure_database(db)
-    for problem in (check_redis(broker), check_postgres(db)):
-        if problem:
-            sys.exit(f"trace_gate: {problem}")
-    base = broker.rsplit("/", 1)[0]
-    tmp = Path(tempfile.mkdtemp(prefix="canary-trace-"))
-    env = {
-        "CANARY_BROKER_URL": f"{base}/13",
-        "CANARY_RESULT_BACKEND": f"{base}/14",
-        "CANARY_DATABASE_URL": db,
-        "CANARY_DATA_DIR": str(tmp / "data"),
-        "CANARY_OBJECT_STORE": "local",
-        "CANARY_TASK_QUEUE": "canary.trace",
-        "CANARY_PRELOAD": "false",
-        "CANARY_ALLOWED_QUEUE": "canary.trace.allowed",
-        "CANARY_REVIEW_QUEUE": "canary.trace.review",
+    tmp, env = bench_env("trace", db, redis_dbs=(13, 14))
+    env |= {
         TRACE_DIR_ENV: str(tmp),
     }
     os.environ.update(env)
