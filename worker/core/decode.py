@@ -25,7 +25,7 @@ from urllib.parse import unquote_to_bytes
 import numpy as np
 import numpy.typing as npt
 
-from worker.core.normalize import Compose, Layer, PieceBuilder, Reverse, byte_mask
+from worker.core.normalize import Compose, Layer, PieceBuilder, Reverse, byte_mask, clusters
 
 __all__ = ["decode_layers"]
 
@@ -183,10 +183,8 @@ def _long_runs(
     at = np.flatnonzero(hits)
     if not len(at):
         return at, at
-    breaks = np.flatnonzero(np.diff(at) > 1)
-    starts = np.concatenate((at[:1], at[breaks + 1]))
-    ends = np.concatenate((at[breaks], at[-1:])) + length
-    return starts.astype(np.int64), ends.astype(np.int64)
+    firsts, lasts = clusters(at)
+    return at[firsts].astype(np.int64), (at[lasts] + length).astype(np.int64)
 
 
 _HASHES = [(np.frombuffer(prefix, dtype=np.uint8), digits) for prefix, digits in _HASH_PREFIXES]
@@ -239,9 +237,7 @@ def _percent_runs(data: bytes, arr: npt.NDArray[np.uint8], percents: npt.NDArray
     starts = percents[_HEX_DIGIT[arr[percents + 1]] & _HEX_DIGIT[arr[percents + 2]]]
     if len(starts) < 4:
         return []
-    breaks = np.flatnonzero(np.diff(starts) > 24)
-    firsts = np.concatenate(([0], breaks + 1))
-    lasts = np.concatenate((breaks, [len(starts) - 1]))
+    firsts, lasts = clusters(starts, gap=24)
     found: list[Payload] = []
     for first, last in zip(firsts.tolist(), lasts.tolist(), strict=True):
         if last - first + 1 >= 4:

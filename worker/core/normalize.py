@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = ["Compose", "Gather", "Layer", "Normalized", "OffsetMap", "PieceBuilder", "Pieces", "Reverse"]
-__all__ += ["Shift", "byte_mask", "collapse_whitespace", "fold_char", "normalize"]
+__all__ += ["Shift", "byte_mask", "clusters", "collapse_whitespace", "fold_char", "normalize"]
 
 Ints = npt.NDArray[np.int64]
 
@@ -248,6 +248,15 @@ def normalize(data: bytes, base: int = 0) -> Normalized:
     return Normalized(collapsed, offsets, state.signals, tuple(state.hidden))
 
 
+def clusters(at: npt.NDArray[np.integer], gap: int = 1) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Indices of the first and last member of each cluster of the sorted positions ``at``.
+
+    Consecutive positions at most ``gap`` apart belong to one cluster (``gap=1``: runs).
+    """
+    breaks = np.flatnonzero(np.diff(at) > gap)
+    return np.concatenate(([0], breaks + 1)), np.concatenate((breaks, [len(at) - 1]))
+
+
 def byte_mask(members: bytes) -> bytes:
     """A ``bytes.translate`` table mapping ``members`` to 1 and every other byte to 0.
 
@@ -313,9 +322,8 @@ class _Folder:
 
     def fold(self) -> tuple[bytes, Pieces]:
         high = np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) >= 0x80)
-        breaks = np.flatnonzero(np.diff(high) > 1)
-        starts = np.concatenate(([high[0]], high[breaks + 1])).astype(np.int64)
-        ends = (np.concatenate((high[breaks], [high[-1]])) + 1).astype(np.int64)
+        firsts, lasts = clusters(high)
+        starts, ends = high[firsts].astype(np.int64), (high[lasts] + 1).astype(np.int64)
         raws = [self.data[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
         joined = b"\x00".join(raws).decode("utf-8", "surrogateescape")  # runs never hold a NUL byte
         outs = joined.translate(_FOLD).split("\x00")
