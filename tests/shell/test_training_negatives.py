@@ -94,5 +94,5 @@ def test_a_quorum_member_keeps_flagging_at_most_its_cap_of_the_harmless():
     semantic = np.tile(np.linspace(-1.0, 1.0, 10), 2)  # says nothing about them
     choice = choose_ensemble_thresholds("malicious-package", corpus, lexical, semantic)
     flagged = float(np.mean(semantic[:10] >= choice.semantic_logit))
-    assert flagged <= VOTE_FPR_CAP["malicious-package"]
+    assert flagged <= VOTE_FPR_CAP
     assert choice.fpr == 0.0 and choice.fnr > 0.0

@@ -29,10 +29,10 @@ from worker.training.data import CODE_GROUP_PREFIX, Corpus
 GRID = 80  # candidate thresholds per model (quantiles of its out-of-fold scores)
 # A quorum member must stay a vote: with a precise rules voter the search would otherwise loosen a
 # weak model until it says "harmful" to half the harmless diffs, and 2-of-3 silently becomes "any
-# rules vote". Per policy, the highest (weighted, own-negatives) false-positive rate a model's
-# threshold may have. malicious-package: uncapped, the semantic vote flagged 53% of the train
-# negatives (and a plain version bump) for 0.4 pp of weighted FNR.
-VOTE_FPR_CAP: dict[str, float] = {"malicious-package": 0.4, "prompt-injection": 0.4}
+# rules vote". The highest (weighted, own-negatives) false-positive rate a model's threshold may
+# have. Uncapped, the malicious-package semantic vote flagged 53% of the train negatives (and a plain
+# version bump) for 0.4 pp of weighted FNR; the prompt-injection one was set at p=4e-6.
+VOTE_FPR_CAP = 0.4
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,8 @@ def choose_ensemble_thresholds(
     weights = _weights(train.groups)
     positive, negative, code_negative = (labels == 1) & ~code, (labels == 0) & ~code, (labels == 0) & code
     grid = np.linspace(0.0, 1.0, GRID)
-    lex_cuts = _capped(np.quantile(lexical_oof[~code], grid), lexical_oof, weights, negative, policy_id)
-    sem_cuts = _capped(np.quantile(semantic_oof[~code], grid), semantic_oof, weights, negative, policy_id)
+    lex_cuts = _capped(np.quantile(lexical_oof[~code], grid), lexical_oof, weights, negative)
+    sem_cuts = _capped(np.quantile(semantic_oof[~code], grid), semantic_oof, weights, negative)
     lex_votes = (lexical_oof[:, None] >= lex_cuts[None, :]).astype(np.int8)  # n x G
     best: EnsembleChoice | None = None
     best_cost = np.inf
@@ -98,15 +98,10 @@ def choose_ensemble_thresholds(
     return best
 
 
-def _capped(
-    cuts: np.ndarray, scores: np.ndarray, weights: np.ndarray, negative: np.ndarray, policy_id: str
-) -> np.ndarray:
-    """The candidate cuts at which the model alone flags at most the policy's cap of the negatives."""
-    cap = VOTE_FPR_CAP.get(policy_id)
-    if cap is None:
-        return cuts
+def _capped(cuts: np.ndarray, scores: np.ndarray, weights: np.ndarray, negative: np.ndarray) -> np.ndarray:
+    """The candidate cuts at which the model alone flags at most ``VOTE_FPR_CAP`` of the negatives."""
     flagged = _rate((scores[:, None] >= cuts[None, :]), weights, negative)
-    return cuts[flagged <= cap] if (flagged <= cap).any() else cuts[-1:]
+    return cuts[flagged <= VOTE_FPR_CAP] if (flagged <= VOTE_FPR_CAP).any() else cuts[-1:]
 
 
 def store_threshold(path: Path, logit: float) -> None:
