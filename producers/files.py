@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import sys
 from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -47,50 +48,59 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
     return out
 
 
+_client: httpx.Client | None = None
+
+
+def fetch_release(spec: str) -> ReleaseDiff:
+    """:func:`release_diff` in a fetch process, over that process's own keep-alive client."""
+    global _client
+    if _client is None:
+        _client = httpx.Client(timeout=60.0, follow_redirects=True)
+    return release_diff(_client, spec)
+
+
 def read_inputs(
     paths: Sequence[str], errors: list[str] | None = None, fetch_ahead: int = 8
 ) -> Iterator[tuple[str, bytes]]:
     """Yield ``(source name, bytes)`` for each expanded input, in order.
 
-    Registry releases are fetched ``fetch_ahead`` at a time in threads (a
-    nightly batch is download-bound), still yielded in input order. One that
-    cannot be fetched, verified or opened raises :class:`InputError`, or, when
-    ``errors`` is given, is recorded there and the batch goes on (the caller
-    reports it and exits non-zero).
+    Registry releases are fetched ``fetch_ahead`` at a time in worker processes
+    (spawned on first need): a nightly batch waits on downloads, and unpacking
+    and diffing two archives is pure-Python CPU work that threads would serialise
+    on one core. Still yielded in input order. One that cannot be fetched,
+    verified or opened raises :class:`InputError`, or, when ``errors`` is given,
+    is recorded there and the batch goes on (the caller reports it and exits
+    non-zero).
     """
     names = iter(paths)
     ahead: deque[tuple[str, Future[ReleaseDiff] | None]] = deque()
-    client: httpx.Client | None = None
-    with ThreadPoolExecutor(max_workers=fetch_ahead, thread_name_prefix="canary-fetch") as pool:
-        try:
-            while True:
-                while len(ahead) < fetch_ahead and (name := next(names, None)) is not None:
-                    if is_spec(name) and not Path(name).exists():
-                        client = client or httpx.Client(timeout=60.0, follow_redirects=True)
-                        ahead.append((name, pool.submit(release_diff, client, name)))
-                    else:
-                        ahead.append((name, None))
-                if not ahead:
-                    return
-                name, fetching = ahead.popleft()
-                if fetching is None:
-                    yield (
-                        ("<stdin>", sys.stdin.buffer.read())
-                        if name == "-"
-                        else (name, Path(name).read_bytes())
-                    )
-                    continue
-                try:
-                    diff = fetching.result()
-                except RegistryError as exc:
-                    if errors is None:
-                        raise InputError(str(exc)) from exc
-                    errors.append(str(exc))
-                    continue
-                yield diff.label, diff.data
-        finally:
-            for _, pending in ahead:
-                if pending is not None:
-                    pending.cancel()
-            if client is not None:
-                client.close()
+    pool: ProcessPoolExecutor | None = None
+    try:
+        while True:
+            while len(ahead) < fetch_ahead and (name := next(names, None)) is not None:
+                if is_spec(name) and not Path(name).exists():
+                    if pool is None:
+                        context = multiprocessing.get_context("spawn")  # no forked copy of the caller
+                        pool = ProcessPoolExecutor(max_workers=fetch_ahead, mp_context=context)
+                    ahead.append((name, pool.submit(fetch_release, name)))
+                else:
+                    ahead.append((name, None))
+            if not ahead:
+                return
+            name, fetching = ahead.popleft()
+            if fetching is None:
+                yield (
+                    ("<stdin>", sys.stdin.buffer.read()) if name == "-" else (name, Path(name).read_bytes())
+                )
+                continue
+            try:
+                diff = fetching.result()
+            except RegistryError as exc:
+                if errors is None:
+                    raise InputError(str(exc)) from exc
+                errors.append(str(exc))
+                continue
+            yield diff.label, diff.data
+    finally:
+        if pool is not None:  # all done: reap the processes; cut short: don't wait for a download
+            pool.shutdown(wait=not ahead, cancel_futures=True)

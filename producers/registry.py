@@ -32,7 +32,7 @@ import tarfile
 import zipfile
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from urllib.parse import quote, urljoin
 
@@ -207,9 +207,10 @@ def pypi_releases(client: httpx.Client, name: str) -> dict[str, ReleaseFile]:
         version = _pypi_version(filename, name)
         if not (version and url and sha):
             continue
-        url = urljoin(pypi_index_url(), url)
         by_version.setdefault(version, []).append(ReleaseFile(version, filename, url, f"sha256={sha}"))
-    return {v: _prefer(files) for v, files in by_version.items()}
+    index = pypi_index_url()
+    chosen = (_prefer(files) for files in by_version.values())  # URLs resolved for the chosen file only
+    return {f.version: replace(f, url=urljoin(index, f.url)) for f in chosen}
 
 
 def npm_releases(client: httpx.Client, name: str) -> tuple[dict[str, ReleaseFile], str | None]:
@@ -322,16 +323,20 @@ def _matching_blocks(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int,
     difflib's matcher is quadratic; difflib is only used for gaps without a
     unique common line.
     """
-    matches: list[tuple[int, int]] = []
+    runs: list[tuple[int, int, int]] = []  # (i, j, size): a[i:i+size] == b[j:j+size]
     todo = [(0, len(a), 0, len(b))]
     while todo:
         alo, ahi, blo, bhi = todo.pop()
+        start = alo
         while alo < ahi and blo < bhi and a[alo] == b[blo]:
-            matches.append((alo, blo))
             alo, blo = alo + 1, blo + 1
+        if alo > start:
+            runs.append((start, blo - (alo - start), alo - start))
+        end = ahi
         while alo < ahi and blo < bhi and a[ahi - 1] == b[bhi - 1]:
             ahi, bhi = ahi - 1, bhi - 1
-            matches.append((ahi, bhi))
+        if end > ahi:
+            runs.append((ahi, bhi, end - ahi))
         if alo == ahi or blo == bhi:
             continue
         count_a = Counter(a[alo:ahi])
@@ -344,22 +349,21 @@ def _matching_blocks(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int,
         ]
         if not pairs:
             sm = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
-            for i, j, size in sm.get_matching_blocks():
-                matches.extend((alo + i + k, blo + j + k) for k in range(size))
+            runs.extend((alo + i, blo + j, size) for i, j, size in sm.get_matching_blocks() if size)
             continue
         anchors = _longest_increasing(pairs)
         pa, pb = alo, blo
         for i, j in anchors:
             todo.append((pa, i, pb, j))
-            matches.append((i, j))
+            runs.append((i, j, 1))
             pa, pb = i + 1, j + 1
         todo.append((pa, ahi, pb, bhi))
     blocks: list[tuple[int, int, int]] = []
-    for i, j in sorted(matches):
+    for i, j, size in sorted(runs):
         if blocks and blocks[-1][0] + blocks[-1][2] == i and blocks[-1][1] + blocks[-1][2] == j:
-            blocks[-1] = (blocks[-1][0], blocks[-1][1], blocks[-1][2] + 1)
+            blocks[-1] = (blocks[-1][0], blocks[-1][1], blocks[-1][2] + size)
         else:
-            blocks.append((i, j, 1))
+            blocks.append((i, j, size))
     blocks.append((len(a), len(b), 0))
     return blocks
 
@@ -386,6 +390,9 @@ def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 class _PatienceMatcher(difflib.SequenceMatcher):  # type: ignore[type-arg]
+    def _SequenceMatcher__chain_b(self) -> None:  # overrides difflib's private b-index builder
+        """No index of ``b``: the patience matcher never uses difflib's ``b2j`` (it built one per file)."""
+
     def get_matching_blocks(self) -> list[difflib.Match]:
         if self.matching_blocks is None:
             self.matching_blocks = [difflib.Match(*m) for m in _matching_blocks(self.a, self.b)]
