@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import io
 import json
@@ -197,6 +198,22 @@ def test_an_archive_over_the_limit_is_refused_not_cut(monkeypatch: pytest.Monkey
     blob = tarball("pkg-1.0", {"a.txt": b"a" * 600, "b.txt": b"b" * 600})
     with pytest.raises(RegistryError, match="larger than the limit"):
         archive_files(blob, "pkg-1.0.tar.gz")
+
+
+def test_a_gzip_bomb_is_refused_before_it_is_inflated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "MAX_ARCHIVE_BYTES", 1000)
+    monkeypatch.setattr(registry, "MAX_MEMBERS", 1)
+    bomb = gzip.compress(b"\0" * 5_000_000)  # 5 MB of zeros in ~5 KB: a tar of nothing but padding
+    with pytest.raises(RegistryError, match="pkg-1.0.tar.gz: archive larger than the limit"):
+        archive_files(bomb, "pkg-1.0.tar.gz")
+
+
+def test_a_multi_member_gzip_tarball_is_read_whole() -> None:
+    whole = tarball("pkg-1.0", {"a.py": b"x = 1\n", "b.py": b"y = 2\n"})
+    raw = gzip.decompress(whole)
+    split = gzip.compress(raw[:512]) + gzip.compress(raw[512:])  # two gzip members, one tar stream
+    assert archive_files(split, "pkg-1.0.tar.gz") == archive_files(whole, "pkg-1.0.tar.gz")
+    assert archive_files(whole, "pkg-1.0.tar.gz") == {"a.py": b"x = 1\n", "b.py": b"y = 2\n"}
 
 
 def test_binary_and_deleted_files_are_named_in_the_diff() -> None:
