@@ -5,8 +5,10 @@ from __future__ import annotations
 import multiprocessing
 import sys
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -59,8 +61,38 @@ def fetch_release(spec: str) -> ReleaseDiff:
     return release_diff(_client, spec)
 
 
+class _Fetchers:
+    """Spawned fetch processes, started on first need; a pool broken by a dying process is replaced."""
+
+    def __init__(self, workers: int, fetch: Callable[[str], ReleaseDiff]) -> None:
+        self.workers, self.fetch = workers, fetch
+        self.pool: ProcessPoolExecutor | None = None
+
+    def submit(self, spec: str) -> Future[ReleaseDiff]:
+        if self.pool is None:
+            context = multiprocessing.get_context("spawn")  # no forked copy of the caller's state
+            self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        return self.pool.submit(self.fetch, spec)
+
+    def close(self, wait: bool) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=wait, cancel_futures=True)
+            self.pool = None
+
+
+@dataclass
+class _Pending:
+    name: str
+    fetching: Future[ReleaseDiff] | None = None  # None: a file or stdin, read when its turn comes
+    tries: int = 1
+    error: str | None = None  # a release given up on: reported when its turn comes
+
+
 def read_inputs(
-    paths: Sequence[str], errors: list[str] | None = None, fetch_ahead: int = 8
+    paths: Sequence[str],
+    errors: list[str] | None = None,
+    fetch_ahead: int = 8,
+    fetch: Callable[[str], ReleaseDiff] = fetch_release,
 ) -> Iterator[tuple[str, bytes]]:
     """Yield ``(source name, bytes)`` for each expanded input, in order.
 
@@ -70,37 +102,59 @@ def read_inputs(
     on one core. Still yielded in input order. One that cannot be fetched,
     verified or opened raises :class:`InputError`, or, when ``errors`` is given,
     is recorded there and the batch goes on (the caller reports it and exits
-    non-zero).
+    non-zero). A fetch process that dies (killed, out of memory) breaks its pool:
+    the releases in flight are fetched again in a new one, and one caught in a
+    second break is reported as not fetched.
     """
     names = iter(paths)
-    ahead: deque[tuple[str, Future[ReleaseDiff] | None]] = deque()
-    pool: ProcessPoolExecutor | None = None
+    ahead: deque[_Pending] = deque()
+    fetchers = _Fetchers(fetch_ahead, fetch)
     try:
         while True:
             while len(ahead) < fetch_ahead and (name := next(names, None)) is not None:
-                if is_spec(name) and not Path(name).exists():
-                    if pool is None:
-                        context = multiprocessing.get_context("spawn")  # no forked copy of the caller
-                        pool = ProcessPoolExecutor(max_workers=fetch_ahead, mp_context=context)
-                    ahead.append((name, pool.submit(fetch_release, name)))
-                else:
-                    ahead.append((name, None))
+                remote = is_spec(name) and not Path(name).exists()
+                ahead.append(_Pending(name, fetchers.submit(name) if remote else None))
             if not ahead:
                 return
-            name, fetching = ahead.popleft()
-            if fetching is None:
-                yield (
-                    ("<stdin>", sys.stdin.buffer.read()) if name == "-" else (name, Path(name).read_bytes())
-                )
+            item = ahead.popleft()
+            if item.error is not None:
+                _failed(item.error, errors)
+                continue
+            if item.fetching is None:
+                name = item.name
+                yield ("<stdin>", sys.stdin.buffer.read()) if name == "-" else (name, Path(name).read_bytes())
                 continue
             try:
-                diff = fetching.result()
+                diff = item.fetching.result()
+            except BrokenProcessPool:
+                _refetch(fetchers, item, ahead)
+                continue
             except RegistryError as exc:
-                if errors is None:
-                    raise InputError(str(exc)) from exc
-                errors.append(str(exc))
+                _failed(str(exc), errors, exc)
                 continue
             yield diff.label, diff.data
-    finally:
-        if pool is not None:  # all done: reap the processes; cut short: don't wait for a download
-            pool.shutdown(wait=not ahead, cancel_futures=True)
+    finally:  # all done: reap the processes; cut short: don't wait for a download
+        fetchers.close(wait=not ahead)
+
+
+def _refetch(fetchers: _Fetchers, item: _Pending, ahead: deque[_Pending]) -> None:
+    """Replace the broken pool; ``item`` and every release whose fetch it lost go to the new one."""
+    fetchers.close(wait=False)
+    lost = [p for p in ahead if p.fetching is not None and _lost(p.fetching)]
+    for pending in [item, *lost]:
+        pending.tries += 1
+        if pending.tries <= 2:
+            pending.fetching = fetchers.submit(pending.name)
+        else:
+            pending.fetching, pending.error = None, f"{pending.name}: the fetch process died twice; not gated"
+    ahead.appendleft(item)
+
+
+def _lost(fetching: Future[ReleaseDiff]) -> bool:
+    return not fetching.done() or isinstance(fetching.exception(), BrokenProcessPool)
+
+
+def _failed(message: str, errors: list[str] | None, cause: Exception | None = None) -> None:
+    if errors is None:
+        raise InputError(message) from cause
+    errors.append(message)
