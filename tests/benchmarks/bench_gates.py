@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -246,9 +247,10 @@ def run(env: dict[str, str], workers: int, batch: int, n: int, alone: int, tmp: 
 
 def floor(
     env: dict[str, str], workers: int, samples: int, chords: int, tmp: Path
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, float]:
     """p50/p95 ms of an empty 1 + 3 + 1 chord on a worker of the bare floor app, one at a time,
-    and the worker's CPU ms per chord over ``chords`` chords sent at once."""
+    the worker's CPU ms per chord over ``chords`` chords sent at once, and the p50 ms of one
+    empty task (send -> ran): the least any layout with a Celery task in it could take."""
     import uuid
 
     import redis
@@ -279,20 +281,27 @@ def floor(
         start_new_session=True,
     )
     try:
-        from tests.benchmarks.celery_floor import app, start
+        from tests.benchmarks.celery_floor import app, done, start
 
         stamps = redis.Redis.from_url(env["CANARY_RESULT_BACKEND"])
-        latencies = []
-        for i in range(samples + 5):
-            key = f"floor:{uuid.uuid4().hex}"
-            t0 = time.time()
-            start.apply_async((key,), queue=env["CANARY_TASK_QUEUE"])
-            got = stamps.blpop([key], timeout=60)
-            if got is None:
-                raise TimeoutError("the floor worker did not answer")
-            if i >= 5:  # the first few warm the worker up
-                latencies.append((float(got[1]) - t0) * 1000)
-            time.sleep(0.01)
+
+        def sample(send: Any) -> list[float]:
+            out = []
+            for i in range(samples + 5):
+                key = f"floor:{uuid.uuid4().hex}"
+                t0 = time.time()
+                send(key)
+                got = stamps.blpop([key], timeout=60)
+                if got is None:
+                    raise TimeoutError("the floor worker did not answer")
+                if i >= 5:  # the first few warm the worker up
+                    out.append((float(got[1]) - t0) * 1000)
+                time.sleep(0.01)
+            return sorted(out)
+
+        queue = env["CANARY_TASK_QUEUE"]
+        latencies = sample(lambda key: start.apply_async((key,), queue=queue))
+        single = sample(lambda key: done.apply_async(([],), {"key": key}, queue=queue))
         key = f"floor:{uuid.uuid4().hex}"
         cpu0 = cpu_seconds(proc.pid)
         with app.producer_or_acquire() as producer:
@@ -307,8 +316,8 @@ def floor(
         os.killpg(proc.pid, 15)
         proc.wait(timeout=30)
         log.close()
-    latencies.sort()
-    return statistics.median(latencies), latencies[int(0.95 * (len(latencies) - 1))], cpu_ms
+    p95 = latencies[int(0.95 * (len(latencies) - 1))]
+    return statistics.median(latencies), p95, cpu_ms, statistics.median(single)
 
 
 def main() -> None:
@@ -371,14 +380,18 @@ def main() -> None:
         if not args.no_floor:
             print(
                 "workers  celery-floor-p50-ms  celery-floor-p95-ms  floor-cpu-ms/chord  ours-p50-ms  ours-cpu-ms"
-                "   (empty 1+3+1 chord, same settings; ours = batch-1 gate minus floor)"
+                "  one-task-p50-ms   (empty 1+3+1 chord, same settings; ours = batch-1 gate minus floor;"
+                " one task = a single empty task)"
             )
             for w in args.workers:
-                p50, p95, cpu = floor(env, w, args.alone, args.gates, tmp)
+                p50, p95, cpu, one = floor(env, w, args.alone, args.gates, tmp)
                 mine = [r for r in results if r["workers"] == w and r["batch"] == 1]
                 ours_p50 = f"{mine[0]['overhead_p50_ms'] - p50:11.2f}" if mine else f"{'-':>11}"
                 ours_cpu = f"{mine[0]['cpu_ms_per_gate'] - cpu:11.2f}" if mine else f"{'-':>11}"
-                print(f"{w:>7}  {p50:19.2f}  {p95:19.2f}  {cpu:18.2f}  {ours_p50}  {ours_cpu}", flush=True)
+                print(
+                    f"{w:>7}  {p50:19.2f}  {p95:19.2f}  {cpu:18.2f}  {ours_p50}  {ours_cpu}  {one:15.2f}",
+                    flush=True,
+                )
         print(f"# load average after: {os.getloadavg()[0]:.2f}")
         reset(env)
     finally:
