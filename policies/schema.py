@@ -38,7 +38,15 @@ class DetectorSpec(_Strict):
     name: str
     kind: str
     timeout_s: float = Field(default=30.0, gt=0)
+    # Local detectors read every byte, so their time grows with the artifact: the budget of one
+    # vote is ``timeout_s`` plus this much per MB (a fixed budget would send every large benign
+    # release to review on a busy machine). 0: a fixed budget.
+    timeout_per_mb_s: float = Field(default=0.0, ge=0)
     options: dict[str, Any] = Field(default_factory=dict)
+
+    def budget_s(self, size: int) -> float:
+        """Seconds one vote on an artifact of ``size`` bytes may take before it is a timeout."""
+        return self.timeout_s + self.timeout_per_mb_s * size / 1e6
 
 
 class Quorum(_Strict):

@@ -114,15 +114,26 @@ def gate_ref(gate: Gate) -> dict[str, Any]:
     }
 
 
-def detect_chunk_size(policy: HarmPolicy, soft_limit_s: float) -> int:
-    """How many gates one detect subtask may take so that each detector, at its declared
-    worst case (``timeout_s``) per gate, still finishes within the soft time limit.
+def detect_chunks(policy: HarmPolicy, sizes: Sequence[int], soft_limit_s: float) -> list[tuple[int, int]]:
+    """Cut gates (their byte sizes, in order) into ``[start, end)`` runs that may share a chord:
+    every detector, at its declared worst case per gate (``DetectorSpec.budget_s``), still
+    finishes the run within the soft time limit.
 
-    A batch is split into chords of this size, so batching never times out a gate whose
-    detector kept to its own timeout. Detectors with 20 s timeouts under a 60 s limit: 3.
+    So batching never times out a gate whose detector kept to its own budget. Detectors with
+    20 s budgets under a 60 s limit: 3 gates per chord; a gate whose budget alone exceeds the
+    limit goes alone (the limit is then what bounds it: a timeout vote, fail closed).
     """
-    worst = max((d.timeout_s for d in policy.quorum.detectors), default=soft_limit_s)
-    return max(1, int(soft_limit_s // worst))
+    chunks: list[tuple[int, int]] = []
+    start, spent = 0, 0.0
+    for i, size in enumerate(sizes):
+        cost = max((d.budget_s(size) for d in policy.quorum.detectors), default=soft_limit_s)
+        if i > start and spent + cost > soft_limit_s:
+            chunks.append((start, i))
+            start, spent = i, 0.0
+        spent += cost
+    if start < len(sizes):
+        chunks.append((start, len(sizes)))
+    return chunks
 
 
 def detect_step(rt: Runtime, gate_id: str, detector_name: str, ref: dict[str, Any] | None = None) -> Vote:
@@ -148,7 +159,7 @@ def detect_step(rt: Runtime, gate_id: str, detector_name: str, ref: dict[str, An
         artifact = load_artifact(rt, gate)
         answer = detector.answer(artifact, policy)
         elapsed = (time.perf_counter() - started) * 1000
-        if elapsed > spec.timeout_s * 1000:
+        if elapsed > spec.budget_s(gate.size) * 1000:
             return error_vote(
                 detector_name, backend, ErrorKind.timeout, "answer came too late", elapsed, gate.size
             )

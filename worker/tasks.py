@@ -15,7 +15,7 @@ from worker.gate import (
     Pending,
     begin_many,
     decide_many,
-    detect_chunk_size,
+    detect_chunks,
     detect_many,
     fail_many,
     gate_ref,
@@ -42,7 +42,7 @@ def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
 
     ``gate_ids`` is one id (a lone gate, the sweeper's re-enqueue) or the ids submitted
     together. One chord per policy in the batch (split further so that every detector fits
-    its gates' worst case in the soft limit, see ``detect_chunk_size``): one detect subtask
+    its gates' worst case in the soft limit, see ``detect_chunks``): one detect subtask
     per detector over those gates, then one decide callback.
     """
     ids = [gate_ids] if isinstance(gate_ids, str) else list(gate_ids)
@@ -67,9 +67,9 @@ def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
     fail_many(rt, failed)
     decide_many(rt, blocked)
     for key, members in groups.items():
-        size = detect_chunk_size(policies[key], rt.settings.soft_time_limit_s)
-        for i in range(0, len(members), size):
-            fan_out(self.app, rt.settings, policies[key], members[i : i + size])
+        sizes = [gate.size for gate, _, _ in members]
+        for start, end in detect_chunks(policies[key], sizes, rt.settings.soft_time_limit_s):
+            fan_out(self.app, rt.settings, policies[key], members[start:end])
     return {
         "skipped": len(ids) - len(started.ready) - len(started.failed) - len(started.deferred),
         "deferred": len(started.deferred),
@@ -92,7 +92,9 @@ def fan_out(
         app.signature(
             "canary.detect",
             (spec.name, refs),
-            soft_time_limit=min(spec.timeout_s * len(refs), settings.soft_time_limit_s),
+            soft_time_limit=min(
+                sum(spec.budget_s(g.size) for g, _, _ in members), settings.soft_time_limit_s
+            ),
             time_limit=settings.hard_time_limit_s,
             argsrepr=f"({spec.name!r}, {shown})",
         )

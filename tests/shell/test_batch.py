@@ -9,7 +9,7 @@ import pytest
 from producers.intake import submit_many
 from worker import detectors
 from worker.core.models import ErrorKind, Report, Vote
-from worker.gate import detect_many, votes_by_gate
+from worker.gate import detect_chunks, detect_many, votes_by_gate
 
 PICKY = (
     "id: picky\nversion: '1'\nharm_definition: d\ninput_description: i\n"
@@ -164,3 +164,28 @@ def test_batch_is_split_so_each_detector_fits_its_worst_case_in_the_soft_limit(g
     assert [len(b) for b in sent] == [7]
     assert sorted(sizes) == sorted([3, 3, 1] * 3)
     assert all(s.gates[0].status == "allow" for s in submitted)
+
+
+def test_large_artifacts_get_chords_of_their_own_budget():
+    """Budgets add up per chord: small gates share one, a gate whose budget fills the soft limit
+    goes alone, and one whose budget exceeds it alone still goes (bounded by the limit)."""
+    from policies.schema import HarmPolicy
+
+    policy = HarmPolicy.model_validate(
+        {
+            "id": "sized",
+            "version": "1",
+            "harm_definition": "d",
+            "input_description": "i",
+            "precheck": {"rulesets": []},
+            "quorum": {
+                "required": 1,
+                "detectors": [{"name": "a", "kind": "static", "timeout_s": 5, "timeout_per_mb_s": 10}],
+            },
+        }
+    )
+    mb = 1_000_000
+    sizes = [1000, 1000, 5 * mb, 1000, 20 * mb, 1000]  # budgets ~5 s, 5 s, 55 s, 5 s, 205 s, 5 s
+    assert detect_chunks(policy, sizes, soft_limit_s=60) == [(0, 2), (2, 3), (3, 4), (4, 5), (5, 6)]
+    assert detect_chunks(policy, [0] * 13, soft_limit_s=60) == [(0, 12), (12, 13)]  # 12 x 5 s = 60 s
+    assert detect_chunks(policy, [], soft_limit_s=60) == []

@@ -80,6 +80,23 @@ def test_detector_exception_and_timeout_are_invalid_votes(gate, tmp_path):
     assert errors == {"ok": None, "boom": "exception", "slow": "timeout"}
 
 
+def test_a_detectors_budget_grows_with_the_artifact(gate, tmp_path):
+    """With ``timeout_per_mb_s``, the same slow answer is a timeout on a small artifact and a
+    valid vote on a large one (local detectors read every byte: their time grows with size)."""
+    policy = tmp_path / "sized.yaml"
+    policy.write_text(
+        "id: sized\nversion: '1'\nharm_definition: d\ninput_description: i\n"
+        "precheck: {rulesets: []}\nquorum:\n  required: 2\n  detectors:\n"
+        "    - {name: a, kind: static}\n    - {name: b, kind: static}\n"
+        "    - {name: slow, kind: static, timeout_s: 0.01, timeout_per_mb_s: 0.1, options: {delay_s: 0.05}}\n"
+    )
+    small = Report.model_validate_json(gate.submit(b"s" * 1000, [str(policy)]).gates[0].report)
+    large = Report.model_validate_json(gate.submit(b"l" * 1_000_000, [str(policy)]).gates[0].report)
+    assert {v.detector: v.error for v in small.votes}["slow"] == "timeout"
+    assert {v.detector: (v.error, v.verdict) for v in large.votes}["slow"] == (None, "harmless")
+    assert large.decision == "allow"
+
+
 def test_partial_coverage_detector_cannot_allow(gate, tmp_path):
     """Harmless votes that skipped part of the artifact do not allow it."""
     policy = tmp_path / "partial.yaml"
