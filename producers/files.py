@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-from producers.registry import RegistryError, ReleaseDiff, is_spec, release_diff
+from producers.registry import (
+    RegistryError,
+    ReleaseArchives,
+    ReleaseDiff,
+    diff_archives,
+    fetch_archives,
+    is_spec,
+)
 
 
 class InputError(Exception):
@@ -50,111 +58,100 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
     return out
 
 
-_client: httpx.Client | None = None
+class _Releases:
+    """Registry releases: downloaded in threads (the network, one keep-alive client), opened and
+    diffed in spawned processes (pure-Python CPU work that threads would serialise on one core).
 
+    A diff process that dies (killed, out of memory) breaks its pool: the pool is replaced and
+    each release it held is diffed once more; one whose diff dies twice is reported as not gated.
+    """
 
-def fetch_release(spec: str) -> ReleaseDiff:
-    """:func:`release_diff` in a fetch process, over that process's own keep-alive client."""
-    global _client
-    if _client is None:
-        _client = httpx.Client(timeout=60.0, follow_redirects=True)
-    return release_diff(_client, spec)
-
-
-class _Fetchers:
-    """Spawned fetch processes, started on first need; a pool broken by a dying process is replaced."""
-
-    def __init__(self, workers: int, fetch: Callable[[str], ReleaseDiff]) -> None:
-        self.workers, self.fetch = workers, fetch
-        self.pool: ProcessPoolExecutor | None = None
+    def __init__(
+        self,
+        downloads: int,
+        download: Callable[[httpx.Client, str], ReleaseArchives],
+        diff: Callable[[ReleaseArchives], ReleaseDiff],
+    ) -> None:
+        self.download, self.diff = download, diff
+        self.threads = ThreadPoolExecutor(max_workers=downloads, thread_name_prefix="canary-fetch")
+        self.client = httpx.Client(timeout=60.0, follow_redirects=True)
+        self.lock = threading.Lock()
+        self.processes: ProcessPoolExecutor | None = None
 
     def submit(self, spec: str) -> Future[ReleaseDiff]:
-        if self.pool is None:
-            context = multiprocessing.get_context("spawn")  # no forked copy of the caller's state
-            self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
-        return self.pool.submit(self.fetch, spec)
+        return self.threads.submit(self._release, spec)
+
+    def _release(self, spec: str) -> ReleaseDiff:
+        archives = self.download(self.client, spec)
+        for _ in range(2):
+            pool = self._pool()
+            try:
+                return pool.submit(self.diff, archives).result()
+            except BrokenProcessPool:
+                self._replace(pool)
+        raise RegistryError(f"{spec}: the diff process died twice; not gated")
+
+    def _pool(self) -> ProcessPoolExecutor:
+        with self.lock:
+            if self.processes is None:
+                context = multiprocessing.get_context("spawn")  # no forked copy of the caller's state
+                self.processes = ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context)
+            return self.processes
+
+    def _replace(self, broken: ProcessPoolExecutor) -> None:
+        with self.lock:
+            if self.processes is broken:  # the first to see it replaces it, once
+                broken.shutdown(wait=False, cancel_futures=True)
+                self.processes = None
 
     def close(self, wait: bool) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=wait, cancel_futures=True)
-            self.pool = None
-
-
-@dataclass
-class _Pending:
-    name: str
-    fetching: Future[ReleaseDiff] | None = None  # None: a file or stdin, read when its turn comes
-    tries: int = 1
-    error: str | None = None  # a release given up on: reported when its turn comes
+        self.threads.shutdown(wait=wait, cancel_futures=True)
+        with self.lock:
+            if self.processes is not None:
+                self.processes.shutdown(wait=wait, cancel_futures=True)
+        self.client.close()
 
 
 def read_inputs(
     paths: Sequence[str],
     errors: list[str] | None = None,
     fetch_ahead: int = 8,
-    fetch: Callable[[str], ReleaseDiff] = fetch_release,
+    download: Callable[[httpx.Client, str], ReleaseArchives] = fetch_archives,
+    diff: Callable[[ReleaseArchives], ReleaseDiff] = diff_archives,
 ) -> Iterator[tuple[str, bytes]]:
     """Yield ``(source name, bytes)`` for each expanded input, in order.
 
-    Registry releases are fetched ``fetch_ahead`` at a time in worker processes
-    (spawned on first need): a nightly batch waits on downloads, and unpacking
-    and diffing two archives is pure-Python CPU work that threads would serialise
-    on one core. Still yielded in input order. One that cannot be fetched,
-    verified or opened raises :class:`InputError`, or, when ``errors`` is given,
-    is recorded there and the batch goes on (the caller reports it and exits
-    non-zero). A fetch process that dies (killed, out of memory) breaks its pool:
-    the releases in flight are fetched again in a new one, and one caught in a
-    second break is reported as not fetched.
+    Registry releases are fetched ``fetch_ahead`` at a time (see :class:`_Releases`: downloads
+    in threads, unpacking and diffing in one process per core, started on first need), still
+    yielded in input order. One that cannot be fetched, verified or opened raises
+    :class:`InputError`, or, when ``errors`` is given, is recorded there and the batch goes on
+    (the caller reports it and exits non-zero).
     """
     names = iter(paths)
-    ahead: deque[_Pending] = deque()
-    fetchers = _Fetchers(fetch_ahead, fetch)
+    ahead: deque[tuple[str, Future[ReleaseDiff] | None]] = deque()
+    releases: _Releases | None = None
     try:
         while True:
             while len(ahead) < fetch_ahead and (name := next(names, None)) is not None:
-                remote = is_spec(name) and not Path(name).exists()
-                ahead.append(_Pending(name, fetchers.submit(name) if remote else None))
+                if is_spec(name) and not Path(name).exists():
+                    releases = releases or _Releases(fetch_ahead, download, diff)
+                    ahead.append((name, releases.submit(name)))
+                else:
+                    ahead.append((name, None))
             if not ahead:
                 return
-            item = ahead.popleft()
-            if item.error is not None:
-                _failed(item.error, errors)
-                continue
-            if item.fetching is None:
-                name = item.name
+            name, fetching = ahead.popleft()
+            if fetching is None:
                 yield ("<stdin>", sys.stdin.buffer.read()) if name == "-" else (name, Path(name).read_bytes())
                 continue
             try:
-                diff = item.fetching.result()
-            except BrokenProcessPool:
-                _refetch(fetchers, item, ahead)
-                continue
+                release = fetching.result()
             except RegistryError as exc:
-                _failed(str(exc), errors, exc)
+                if errors is None:
+                    raise InputError(str(exc)) from exc
+                errors.append(str(exc))
                 continue
-            yield diff.label, diff.data
+            yield release.label, release.data
     finally:  # all done: reap the processes; cut short: don't wait for a download
-        fetchers.close(wait=not ahead)
-
-
-def _refetch(fetchers: _Fetchers, item: _Pending, ahead: deque[_Pending]) -> None:
-    """Replace the broken pool; ``item`` and every release whose fetch it lost go to the new one."""
-    fetchers.close(wait=False)
-    lost = [p for p in ahead if p.fetching is not None and _lost(p.fetching)]
-    for pending in [item, *lost]:
-        pending.tries += 1
-        if pending.tries <= 2:
-            pending.fetching = fetchers.submit(pending.name)
-        else:
-            pending.fetching, pending.error = None, f"{pending.name}: the fetch process died twice; not gated"
-    ahead.appendleft(item)
-
-
-def _lost(fetching: Future[ReleaseDiff]) -> bool:
-    return not fetching.done() or isinstance(fetching.exception(), BrokenProcessPool)
-
-
-def _failed(message: str, errors: list[str] | None, cause: Exception | None = None) -> None:
-    if errors is None:
-        raise InputError(message) from cause
-    errors.append(message)
+        if releases is not None:
+            releases.close(wait=not ahead)

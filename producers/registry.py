@@ -481,8 +481,19 @@ def _split(eco: str, rest: str) -> tuple[str, str | None]:
     return rest, None
 
 
-def release_diff(client: httpx.Client, spec: str) -> ReleaseDiff:
-    """Fetch the release a spec names and its predecessor; diff them."""
+@dataclass(frozen=True)
+class ReleaseArchives:
+    """A release's archive and its predecessor's, downloaded and verified, not opened yet."""
+
+    label: str
+    new: bytes
+    new_name: str
+    old: bytes | None = None  # None: a first release, diffed against nothing
+    old_name: str = ""
+
+
+def fetch_archives(client: httpx.Client, spec: str) -> ReleaseArchives:
+    """Fetch the release a spec names and its predecessor (the network half of :func:`release_diff`)."""
     m = SPEC.match(spec)
     if not m:
         raise RegistryError(f"not a registry spec: {spec!r} (pypi:NAME[==VER] or npm:NAME[@VER])")
@@ -503,11 +514,26 @@ def release_diff(client: httpx.Client, spec: str) -> ReleaseDiff:
     if target not in releases:
         raise RegistryError(f"{eco}:{name}: no release {target}")
     older = [v for v in ordered if key(v) < key(target)]
-    new_files = archive_files(download(client, releases[target]), releases[target].filename)
-    if older:
-        prev = older[-1]
-        old_files = archive_files(download(client, releases[prev]), releases[prev].filename)
-        label = f"{eco}:{name}:{prev}->{target}"
-    else:
-        old_files, label = {}, f"{eco}:{name}:{target}:new-package"
-    return ReleaseDiff(label, unified_diff(old_files, new_files))
+    new = releases[target]
+    if not older:
+        return ReleaseArchives(f"{eco}:{name}:{target}:new-package", download(client, new), new.filename)
+    old = releases[older[-1]]
+    return ReleaseArchives(
+        f"{eco}:{name}:{older[-1]}->{target}",
+        download(client, new),
+        new.filename,
+        download(client, old),
+        old.filename,
+    )
+
+
+def diff_archives(archives: ReleaseArchives) -> ReleaseDiff:
+    """Open both archives in memory and diff them (the CPU half of :func:`release_diff`)."""
+    new_files = archive_files(archives.new, archives.new_name)
+    old_files = {} if archives.old is None else archive_files(archives.old, archives.old_name)
+    return ReleaseDiff(archives.label, unified_diff(old_files, new_files))
+
+
+def release_diff(client: httpx.Client, spec: str) -> ReleaseDiff:
+    """Fetch the release a spec names and its predecessor; diff them."""
+    return diff_archives(fetch_archives(client, spec))

@@ -4,8 +4,8 @@
 
 Runs ``producers.files.read_inputs`` (what ``canary submit @tonight.txt`` and ``canary scan``
 run before anything is gated) over the first ``--count`` specs of the pinned list, and prints
-wall time, releases/s, MB of diff produced, and the CPU seconds of this process and of its fetch
-processes. Needs the package registries: the number is bounded by the network as much as by
+wall time, releases/s, MB of diff produced, and the CPU seconds of this process (downloads, in
+threads) and of its diff processes (unpacking and diffing). Needs the package registries: the number is bounded by the network as much as by
 this machine, so quote it with the CPU split. Nothing is gated or stored.
 """
 
@@ -47,7 +47,7 @@ def main() -> None:
     print(
         f"wall {wall:.1f} s  ->  {(len(specs) - len(errors)) / wall:.1f} releases/s, {total / 1e6:.1f} MB of diff"
     )
-    print(f"CPU: this process {own:.1f} s, fetch processes {children.ru_utime + children.ru_stime:.1f} s")
+    print(f"CPU: this process {own:.1f} s, diff processes {children.ru_utime + children.ru_stime:.1f} s")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,14 @@ from typer.testing import CliRunner
 
 from producers import registry
 from producers.files import InputError, expand_paths, read_inputs
-from producers.registry import RegistryError, ReleaseDiff, archive_files, release_diff, unified_diff
+from producers.registry import (
+    RegistryError,
+    ReleaseArchives,
+    ReleaseDiff,
+    archive_files,
+    release_diff,
+    unified_diff,
+)
 from worker.cli import app
 
 SETUP_OLD = b'from setuptools import setup\n\nsetup(name="demo-pkg", version="1.0.0")\n'
@@ -277,38 +284,43 @@ def test_canary_scan_gates_registry_releases(served, tmp_path: Path, monkeypatch
     assert "no-such-pkg" in missing.output
 
 
-def crashing_fetch(spec: str) -> ReleaseDiff:
-    """A fetch process that dies on ``crash-always`` specs, and on the first ``crash-once`` one."""
-    name = spec.split(":", 1)[1]
+def offline_download(client: httpx.Client, spec: str) -> ReleaseArchives:
+    return ReleaseArchives(spec, spec.encode(), "new.tar.gz")
+
+
+def crashing_diff(archives: ReleaseArchives) -> ReleaseDiff:
+    """A diff process that dies on ``crash-always`` releases, and on the first ``crash-once`` one."""
+    name = archives.label.split(":", 1)[1]
     marker = Path(os.environ["CANARY_TEST_CRASH_MARKER"])
     if name.startswith("crash-always") or (name.startswith("crash-once") and not marker.exists()):
         marker.touch()
         os._exit(1)
-    return ReleaseDiff(spec, name.encode())
+    return ReleaseDiff(archives.label, archives.new)
 
 
-def test_a_dead_fetch_process_delays_releases_it_does_not_drop_them(
+def test_a_dead_diff_process_delays_releases_it_does_not_drop_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CANARY_TEST_CRASH_MARKER", str(tmp_path / "crashed"))
     specs = ["pypi:a==1", "pypi:b==1", "pypi:crash-once==1", "pypi:c==1", "pypi:d==1"]
     errors: list[str] = []
-    got = [name for name, _ in read_inputs(specs, errors, fetch_ahead=4, fetch=crashing_fetch)]
+    got = list(read_inputs(specs, errors, fetch_ahead=4, download=offline_download, diff=crashing_diff))
     assert (tmp_path / "crashed").exists()  # the pool did break
-    assert got == specs and errors == []
+    assert got == [(spec, spec.encode()) for spec in specs] and errors == []
 
 
-def test_a_release_that_kills_its_fetch_process_twice_is_reported(
+def test_a_release_that_kills_its_diff_process_twice_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CANARY_TEST_CRASH_MARKER", str(tmp_path / "crashed"))
     errors: list[str] = []
     specs = ["pypi:a==1", "pypi:crash-always==1", "pypi:b==1"]
-    got = [name for name, _ in read_inputs(specs, errors, fetch_ahead=1, fetch=crashing_fetch)]
+    offline = {"download": offline_download, "diff": crashing_diff, "fetch_ahead": 1}
+    got = [name for name, _ in read_inputs(specs, errors, **offline)]
     assert got == ["pypi:a==1", "pypi:b==1"]
-    assert errors == ["pypi:crash-always==1: the fetch process died twice; not gated"]
+    assert errors == ["pypi:crash-always==1: the diff process died twice; not gated"]
     with pytest.raises(InputError, match="died twice"):
-        list(read_inputs(specs[1:2], fetch_ahead=1, fetch=crashing_fetch))
+        list(read_inputs(specs[1:2], **offline))
 
 
 def test_the_table_prints_names_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
