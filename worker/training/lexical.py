@@ -41,8 +41,11 @@ class LexicalRecipe:
 RECIPES: dict[str, LexicalRecipe] = {
     # Injections are a sentence or two: small windows keep them from being diluted by the
     # benign text around them. 256-byte windows scored the same on train-CV (FNR+FPR 0.40 vs
-    # 0.41) at twice the scan cost, so 512 it is.
-    "prompt-injection": LexicalRecipe(window=512, overlap=128),
+    # 0.41) at twice the scan cost, so 512 it is. MIL margin 0.25 (default 1.0): a harmful artifact's
+    # windows stay positive only near its best window, so the benign template around a planted
+    # instruction (a WHOIS record, an email) is no longer learnt as harmful. Train group-CV of the
+    # simulated quorum, weighted FNR+FPR+code-FPR: margin 1.0 0.2311, 0.5 0.2199, 0.25 0.2173.
+    "prompt-injection": LexicalRecipe(window=512, overlap=128, mil=MilConfig(margin=0.25)),
     # Malicious code is a hook or a function: a few KB of diff is one unit.
     "malicious-package": LexicalRecipe(
         window=4096, overlap=512, epochs=10, mil=MilConfig(rounds=1, group_power=MALWARE_GROUP_POWER)
