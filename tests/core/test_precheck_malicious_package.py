@@ -479,6 +479,11 @@ def test_reflective_core_calls_and_decoded_commands_block_alone(path, body, rule
         ("pkg/a.py", 'dns_resolver.resolve(f"{data}.collector.example", "A")', "mp.beacon.dns-interpolated"),
         ("main.go", 'net.LookupHost(encoded + ".collector.example")', "mp.beacon.dns-interpolated"),
         ("pkg/a.py", "total = 1\u202e + 2", "mp.obfuscation.bidi-control"),
+        (
+            "src/a.js",
+            "if (isAdmin) {\u2067 /* end of check */ \u2069 return; }",
+            "mp.obfuscation.bidi-control",
+        ),
     ],
 )
 def test_decoded_exec_dropped_binaries_and_exfil_make_the_rules_detector_vote(path, body, rule):
@@ -525,3 +530,17 @@ def test_a_dll_built_by_a_compiler_command_is_not_side_loading():
     """A compiler command line naming its .dll output is a build step, not a side-loaded DLL."""
     result = run_precheck(new_file("testing/build.py", 'cmd = "cl.exe testlib.c /LD /Fetestlib.dll"'), POLICY)
     assert "mp.inject.dll-sideload" not in {e.rule_id for e in result.evidence}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'const sep = "\u200e";  // a left-to-right mark, as bundled date/i18n code carries',
+        'label = "\u05e9\u05dc\u05d5\u05dd \u202b(beta)\u202c"  # an embedding inside Hebrew text',
+        'msg = "\u200f\u0645\u0631\u062d\u0628\u0627"',
+    ],
+)
+def test_bidi_marks_and_controls_inside_right_to_left_text_are_not_trojan_source(body):
+    """The Trojan Source rule counts override/isolate controls in left-to-right code, not LRM/RLM marks."""
+    result = run_precheck(new_file("dist/chunk.js", body), POLICY)
+    assert "mp.obfuscation.bidi-control" not in {e.rule_id for e in result.evidence}

@@ -308,9 +308,32 @@ def _manifest_only(context: CheckContext) -> list[tuple[int, int]]:
     return [(first.start, first.start + len(first.path))]
 
 
+# Embedding, override and isolate controls (U+202A-202E, U+2066-2069), UTF-8 encoded: what makes
+# code read differently than it runs (Trojan Source). Not the implicit marks LRM/RLM/ALM, which
+# localised strings and bundled i18n code carry legitimately.
+_BIDI_OVERRIDE = re.compile(rb"\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
+_RTL_TEXT = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
+
+
+def _bidi_override(context: CheckContext) -> list[tuple[int, int]]:
+    """Bidi embedding/override/isolate controls outside right-to-left text."""
+    spans = []
+    for m in _BIDI_OVERRIDE.finditer(context.data):
+        around = context.data[max(0, m.start() - 48) : m.end() + 48].decode("utf-8", "ignore")
+        if not _RTL_TEXT.search(around):
+            spans.append((m.start(), m.end()))
+    return spans
+
+
 SIGNALS = ("zero-width-chars", "bidi-control", "unicode-tags", "variation-selectors", "homoglyphs")
 CHECKS: dict[str, CheckFn] = {name: _signal_check(name) for name in SIGNALS}
-CHECKS.update({"new-executable-binary": _new_executable, "manifest-only-release": _manifest_only})
+CHECKS.update(
+    {
+        "new-executable-binary": _new_executable,
+        "manifest-only-release": _manifest_only,
+        "bidi-override": _bidi_override,
+    }
+)
 
 
 # --- compiled rulesets ---------------------------------------------------------------
