@@ -227,7 +227,7 @@ def _veto(pattern: str) -> re.Pattern[bytes]:
     return re.compile(pattern.encode(), re.IGNORECASE)
 
 
-_SENTENCE_END = re.compile(rb"[.!?][ \n]")
+_SENTENCE_END = re.compile(rb"[.!?][\"')]*[ \n]")  # a closing quote may follow the stop
 
 
 def _inside_quotes(data: bytes, start: int) -> bool:
