@@ -91,7 +91,7 @@ def test_is_a_detector() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known weakness: the static-embedding head scores this benign-lead-in injection 0.60 < 0.86",
+    reason="known weakness: the static-embedding head scores this benign-lead-in injection 0.25 < 0.41",
 )
 def test_clear_injection_is_harmful() -> None:
     """A report that tells the agent to ignore its instructions and forward secrets is harmful."""
@@ -123,7 +123,7 @@ def test_coverage_is_complete_on_100kb() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known weakness: the PI head scores structured log lines as harmful (out of distribution)",
+    reason="known weakness: the PI head scores structured log lines as harmful (0.996 >= 0.41; out of distribution)",
 )
 def test_deep_injection_is_found() -> None:
     """An injection 30 KB deep inside a 60 KB benign log still makes the artifact harmful."""
