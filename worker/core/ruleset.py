@@ -177,11 +177,17 @@ class Matcher:
             if wanted is not None and not wanted(rule):
                 continue
             for end in found:
-                match = regex.search(data, max(floor, end - MAX_MATCH), end) or regex.search(data, floor, end)
-                span = match.span() if match else (max(0, end - 64), end)
-                floor = span[1]
-                if _passes(rule, context, span[0], span[1]):
-                    yield rule, span[0], span[1]
+                match = (
+                    regex.search(data, max(floor, end - MAX_MATCH), end)
+                    or regex.search(data, floor, end)
+                    # Hyperscan reports every end, Python's re one (leftmost-first): place the match re sees
+                    or regex.search(data, max(floor, end - MAX_MATCH))
+                )
+                if match is None:
+                    continue
+                floor = match.end()
+                if _passes(rule, context, match.start(), match.end()):
+                    yield rule, match.start(), match.end()
                     break
 
     def _scan_re(self, data: bytes, context: bytes, wanted: Callable[[Rule], bool] | None) -> Iterator[Hit]:
