@@ -181,7 +181,7 @@ class Matcher:
                     regex.search(data, max(floor, end - MAX_MATCH), end)
                     or regex.search(data, floor, end)
                     # Hyperscan reports every end, Python's re one (leftmost-first): place the match re sees
-                    or regex.search(data, max(floor, end - MAX_MATCH))
+                    or regex.search(data, max(floor, end - MAX_MATCH), end + MAX_MATCH)
                 )
                 if match is None:
                     continue
