@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = ["Compose", "Gather", "Layer", "Normalized", "OffsetMap", "PieceBuilder", "Pieces", "Reverse"]
-__all__ += ["Shift", "byte_mask", "clusters", "collapse_whitespace", "fold_char", "normalize"]
+__all__ += ["Shift", "byte_mask", "clusters", "collapse_whitespace", "fold_char", "near_rtl", "normalize"]
 
 Ints = npt.NDArray[np.int64]
 
@@ -257,6 +257,12 @@ def clusters(at: npt.NDArray[np.integer], gap: int = 1) -> tuple[npt.NDArray[np.
     return np.concatenate(([0], breaks + 1)), np.concatenate((breaks, [len(at) - 1]))
 
 
+def near_rtl(data: bytes, start: int, end: int, reach: int = 48) -> bool:
+    """Whether right-to-left letters (Hebrew, Arabic...) lie within ``reach`` bytes of ``data[start:end]``:
+    bidi characters there are ordinary typography, not a trick."""
+    return _RTL.search(data[max(0, start - reach) : end + reach].decode("utf-8", "ignore")) is not None
+
+
 def byte_mask(members: bytes) -> bytes:
     """A ``bytes.translate`` table mapping ``members`` to 1 and every other byte to 0.
 
@@ -411,8 +417,7 @@ class _Folder:
     def _invisible(self, cp: int, text: str, index: int, before: int, after: int, s: int, e: int) -> str:
         """The signal an invisible character raises in its context, or ``""`` if it is legitimate."""
         if cp in _BIDI:
-            window = self.data[max(0, s - 48) : e + 48].decode("utf-8", "ignore")
-            return "" if _RTL.search(window) else "bidi-control"  # marks inside RTL text are normal
+            return "" if near_rtl(self.data, s, e) else "bidi-control"  # marks inside RTL text are normal
         if cp == 0xFEFF and self.base + s == 0 and index == 0:
             return ""  # a byte-order mark at the very start
         around = (

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from policies.loader import POLICY_DIR
 from worker.core.diff import Diff
 from worker.core.errors import ConfigError
+from worker.core.normalize import near_rtl
 
 try:  # the fast path; without it one combined Python regex does the same job, slower
     hyperscan: Any = importlib.import_module("hyperscan")
@@ -318,17 +319,12 @@ def _manifest_only(context: CheckContext) -> list[tuple[int, int]]:
 # code read differently than it runs (Trojan Source). Not the implicit marks LRM/RLM/ALM, which
 # localised strings and bundled i18n code carry legitimately.
 _BIDI_OVERRIDE = re.compile(rb"\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
-_RTL_TEXT = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
 
 
 def _bidi_override(context: CheckContext) -> list[tuple[int, int]]:
     """Bidi embedding/override/isolate controls outside right-to-left text."""
-    spans = []
-    for m in _BIDI_OVERRIDE.finditer(context.data):
-        around = context.data[max(0, m.start() - 48) : m.end() + 48].decode("utf-8", "ignore")
-        if not _RTL_TEXT.search(around):
-            spans.append((m.start(), m.end()))
-    return spans
+    found = (m.span() for m in _BIDI_OVERRIDE.finditer(context.data))
+    return [(s, e) for s, e in found if not near_rtl(context.data, s, e)]
 
 
 SIGNALS = ("zero-width-chars", "bidi-control", "unicode-tags", "variation-selectors", "homoglyphs")
