@@ -77,6 +77,7 @@ class _Releases:
         self.client = httpx.Client(timeout=60.0, follow_redirects=True)
         self.lock = threading.Lock()
         self.processes: ProcessPoolExecutor | None = None
+        self.closed = False
 
     def submit(self, spec: str) -> Future[ReleaseDiff]:
         return self.threads.submit(self._release, spec)
@@ -93,6 +94,8 @@ class _Releases:
 
     def _pool(self) -> ProcessPoolExecutor:
         with self.lock:
+            if self.closed:  # a download that finished after the batch was cut short: no new pool
+                raise RegistryError("fetching stopped")
             if self.processes is None:
                 context = multiprocessing.get_context("spawn")  # no forked copy of the caller's state
                 self.processes = ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context)
@@ -107,6 +110,7 @@ class _Releases:
     def close(self, wait: bool) -> None:
         self.threads.shutdown(wait=wait, cancel_futures=True)
         with self.lock:
+            self.closed = True
             if self.processes is not None:
                 self.processes.shutdown(wait=wait, cancel_futures=True)
         self.client.close()

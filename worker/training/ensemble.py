@@ -100,8 +100,8 @@ def choose_ensemble_thresholds(
 
 def _capped(cuts: np.ndarray, scores: np.ndarray, weights: np.ndarray, negative: np.ndarray) -> np.ndarray:
     """The candidate cuts at which the model alone flags at most ``VOTE_FPR_CAP`` of the negatives."""
-    flagged = _rate((scores[:, None] >= cuts[None, :]), weights, negative)
-    return cuts[flagged <= VOTE_FPR_CAP] if (flagged <= VOTE_FPR_CAP).any() else cuts[-1:]
+    allowed = _rate((scores[:, None] >= cuts[None, :]), weights, negative) <= VOTE_FPR_CAP
+    return cuts[allowed] if allowed.any() else cuts[-1:]
 
 
 def store_threshold(path: Path, logit: float) -> None:
