@@ -18,10 +18,11 @@ install: ## create .venv and install the package with its test extras (editable)
 	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --disable-pip-version-check -q -e ".[test]"
 
-lint: ## ruff lint, ruff format check, mypy (strict on worker/core and policies)
+lint: ## ruff lint, ruff format check, mypy (strict on worker/core and policies, then all packages)
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	$(PYTHON) -m mypy worker/core policies
+	$(PYTHON) -m mypy worker producers policies
 
 test: ## run the test suite
 	$(PYTHON) -m pytest -q $(PYTEST_ARGS)

@@ -199,7 +199,8 @@ def pypi_releases(client: httpx.Client, name: str) -> dict[str, ReleaseFile]:
     """Version -> chosen archive, from the PEP 691 JSON simple API (works on mirrors)."""
     body = _get_json(client, urljoin(pypi_index_url(), f"{_normalize_pypi(name)}/"), SIMPLE_JSON)
     by_version: dict[str, list[ReleaseFile]] = {}
-    for entry in body.get("files", []) or []:
+    entries = body.get("files")
+    for entry in entries if isinstance(entries, list) else ():
         if not isinstance(entry, dict) or entry.get("yanked"):
             continue
         filename, url = str(entry.get("filename", "")), str(entry.get("url", ""))
@@ -409,14 +410,19 @@ def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return run[::-1]
 
 
-class _PatienceMatcher(difflib.SequenceMatcher):  # type: ignore[type-arg]
+class _PatienceMatcher(difflib.SequenceMatcher[str]):
+    # Instance attributes difflib sets (set_seqs) that typeshed does not declare; annotations only.
+    a: Sequence[str]
+    b: Sequence[str]
+    matching_blocks: list[difflib.Match] | None
+
     def _SequenceMatcher__chain_b(self) -> None:  # overrides difflib's private b-index builder
         """No index of ``b``: the patience matcher never uses difflib's ``b2j`` (it built one per file)."""
 
     def get_matching_blocks(self) -> list[difflib.Match]:
         if self.matching_blocks is None:
             self.matching_blocks = [difflib.Match(*m) for m in _matching_blocks(self.a, self.b)]
-        return self.matching_blocks  # type: ignore[no-any-return]
+        return self.matching_blocks
 
 
 def _range(start: int, stop: int) -> str:

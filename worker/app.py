@@ -38,7 +38,7 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
         task_always_eager=eager,
         task_eager_propagates=eager,
     )
-    app.canary_settings = settings  # type: ignore[attr-defined]
+    app.canary_settings = settings
     if not eager and settings.preload:
         from celery.signals import worker_init
 

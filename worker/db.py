@@ -408,7 +408,7 @@ class GateRepo:
         if not subs:
             return []
         wanted = {gid for sub in subs for gid in sub.gates}
-        statuses = dict(
+        statuses: dict[str, str] = dict(
             conn.execute(core_select(gates_t.c.id, gates_t.c.status).where(gates_t.c.id.in_(wanted))).all()
         )
         ready: list[Submission] = []

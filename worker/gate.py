@@ -25,7 +25,7 @@ from policies import HarmPolicy, load_policy
 from policies.loader import PolicyError
 from worker.core.detector import Artifact, cast_vote, error_vote
 from worker.core.errors import DetectorError, StorageError
-from worker.core.models import Coverage, ErrorKind, PolicyRef, PrecheckResult, Report, Timings, Vote
+from worker.core.models import Coverage, Decision, ErrorKind, PolicyRef, PrecheckResult, Report, Timings, Vote
 from worker.core.quorum import decide_quorum
 from worker.db import Gate, Outcome, utcnow
 from worker.detectors import detector_for
@@ -273,6 +273,7 @@ def judge(gate: Gate, item: Pending) -> Report:
         required, expected = policy.quorum.required, [d.name for d in policy.quorum.detectors]
     except PolicyError as exc:
         required, expected, reason_override = 1, ["?"], str(exc)
+    decision: Decision
     if reason_override:
         decision, reason = "review", reason_override
     else:
@@ -282,7 +283,7 @@ def judge(gate: Gate, item: Pending) -> Report:
 
 def build_report(
     gate: Gate,
-    decision: str,
+    decision: Decision,
     reason: str,
     precheck: PrecheckResult,
     votes: Sequence[Vote],
@@ -295,7 +296,7 @@ def build_report(
         gate_id=gate.id,
         sha256=gate.sha256,
         policy=PolicyRef(id=gate.policy_id, version=gate.policy_version, sha256=gate.policy_sha256),
-        decision=decision,  # type: ignore[arg-type]
+        decision=decision,
         reason=reason,
         precheck=precheck,
         votes=tuple(votes),

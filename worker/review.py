@@ -9,8 +9,9 @@ submitted under allows it.
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal, cast
 
+from sqlalchemy.engine import CursorResult
 from sqlmodel import Session, col, select, update
 
 from worker.db import Gate, Submission, utcnow
@@ -48,16 +49,20 @@ def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, not
         )
     actor = f"person:{person}"
     with Session(rt.repo.engine) as session:
-        changed = session.execute(
-            update(Gate)
-            .where(col(Gate.id) == gate_id, col(Gate.status) == "review")
-            .values(
-                status=decision,
-                decision=decision,
-                report=body,
-                updated_at=utcnow(),
-                reason=f"reviewed by {person}: {decision}",
-            )
+        # An UPDATE returns a CursorResult (which has rowcount); Session.execute is typed as Result.
+        changed = cast(
+            "CursorResult[Any]",
+            session.execute(
+                update(Gate)
+                .where(col(Gate.id) == gate_id, col(Gate.status) == "review")
+                .values(
+                    status=decision,
+                    decision=decision,
+                    report=body,
+                    updated_at=utcnow(),
+                    reason=f"reviewed by {person}: {decision}",
+                )
+            ),
         ).rowcount
         if not changed:
             raise ReviewError(f"gate {gate_id} left review meanwhile")

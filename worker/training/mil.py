@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, TypeVar
 
 import numpy as np
 from sklearn.model_selection import GroupKFold
@@ -34,6 +34,9 @@ class WindowModel(Protocol):
     def fit(self, x: Any, y: np.ndarray, sample_weight: np.ndarray) -> Any: ...
 
     def decision_function(self, x: Any) -> np.ndarray: ...
+
+
+ModelT = TypeVar("ModelT", bound=WindowModel)
 
 
 @dataclass(frozen=True)
@@ -63,13 +66,13 @@ def best_window(logits: np.ndarray, owner: np.ndarray, count: int) -> np.ndarray
 
 
 def fit_mil(
-    make: Callable[[], WindowModel],
+    make: Callable[[], ModelT],
     x: Any,
     owner: np.ndarray,
     labels: np.ndarray,
     weights: np.ndarray,
     config: MilConfig,
-) -> WindowModel:
+) -> ModelT:
     """Fit a window model on ``x`` (rows owned by artifacts ``owner``) by witness refinement."""
     window_labels = labels[owner]
     window_weights = weights[owner]
@@ -130,7 +133,15 @@ def error_rates(scores: np.ndarray, labels: np.ndarray, threshold: float) -> tup
     return fnr, fpr
 
 
-def cv_metrics(scores: np.ndarray, labels: np.ndarray, threshold: float) -> dict[str, np.ndarray]:
+class CvMetrics(TypedDict):
+    """The out-of-fold metrics stored in a model artifact (keyword arguments of ``np.savez_compressed``)."""
+
+    cv_fnr: np.float32
+    cv_fpr: np.float32
+    cv_accuracy: np.float32
+
+
+def cv_metrics(scores: np.ndarray, labels: np.ndarray, threshold: float) -> CvMetrics:
     """Out-of-fold FNR, FPR and accuracy, stored in the artifact for the measuring script."""
     fnr, fpr = error_rates(scores, labels, threshold)
     accuracy = float(np.mean((scores >= threshold) == (labels == 1)))
