@@ -191,6 +191,16 @@ def test_unknown_package_and_version_are_errors(served, client) -> None:
         release_diff(client, "npm:demo-npm@9.9.9")
 
 
+def test_malformed_registry_metadata_is_an_error_not_a_crash(served, client) -> None:
+    reg, base = served
+    reg.docs["/simple/odd/"] = json.dumps({"name": "odd", "files": 7}).encode()
+    reg.docs["/odd-npm"] = json.dumps({"name": "odd-npm", "versions": "1.0.0"}).encode()
+
+    for spec in ("pypi:odd", "npm:odd-npm"):
+        with pytest.raises(RegistryError):
+            release_diff(client, spec)
+
+
 def test_archive_members_stay_in_memory_and_links_or_escapes_are_skipped() -> None:
     link = tarfile.TarInfo("pkg-1.0/link")
     link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
