@@ -276,23 +276,31 @@ def sweep(json_out: JsonOpt = False) -> None:
     typer.echo(json.dumps(counts) if json_out else ", ".join(f"{k}={v}" for k, v in counts.items()))
 
 
-review_app = typer.Typer(help="Human review: list gates in review, record a reviewer's decision.")
+review_app = typer.Typer(
+    help="Human review: list gates waiting for a person (in review, or quarantined and not yet "
+    "reviewed), record a reviewer's decision."
+)
 app.add_typer(review_app, name="review")
 
 
 @review_app.command("list")
 def review_list(
     limit: Annotated[int, typer.Option(help="At most this many, oldest first.")] = 100,
+    quarantined: Annotated[
+        bool, typer.Option("--quarantined", help="Quarantined gates no person has reviewed yet.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Gates waiting for a person."""
-    from worker.review import waiting
+    """Gates waiting for a person: in review (default) or quarantined and not yet reviewed."""
+    from worker.review import ReviewQueue, waiting
     from worker.runtime import build_runtime
 
-    for gate in waiting(build_runtime(_settings(), role="reviewer"), limit):
+    queue: ReviewQueue = "quarantine" if quarantined else "review"
+    for gate in waiting(build_runtime(_settings(), role="reviewer"), limit, queue):
         row = {
             "gate_id": gate.id,
             "policy": gate.policy_id,
+            "status": gate.status,
             "reason": gate.reason,
             "sha256": gate.sha256,
             "source": gate.source,
@@ -308,7 +316,11 @@ def review_decide(
     by: Annotated[str, typer.Option("--by", help="Reviewer name (recorded in the audit trail).")],
     note: Annotated[str, typer.Option(help="Why.")] = "",
 ) -> None:
-    """Record a reviewer's decision and route the artifact accordingly."""
+    """Record a reviewer's decision and route the artifact accordingly.
+
+    A gate in review goes to allow or quarantine. A quarantined gate is confirmed
+    (quarantine) or released as a false positive (allow, which needs --note).
+    """
     from worker.review import ReviewError, resolve
     from worker.runtime import build_runtime
 

@@ -1,9 +1,18 @@
 """Human review: list gates waiting for a person, and record a person's decision.
 
-A reviewer can move a gate out of ``review`` to ``allow`` or ``quarantine``. The
-decision is audited with the person's name, routed like any other decision, and
-an artifact is published to the allowed queue only once every policy it was
-submitted under allows it.
+Reviewers drain two queues:
+
+- ``review``: gates the quorum could not decide. A person moves each to ``allow`` or
+  ``quarantine``.
+- ``quarantine``: gates blocked automatically that no person has looked at yet. A person
+  confirms the quarantine, or releases a false positive to ``allow``, which needs a note
+  saying why. The bytes and the report stay in the quarantine bucket as the record; its
+  ``report.json`` gains the review.
+
+An automatic ``allow`` is never reopened: the artifact has been published to agents already.
+Every decision is audited with the person's name, routed like any other decision, and an
+artifact is published to the allowed queue only once every policy it was submitted under
+allows it.
 """
 
 from __future__ import annotations
@@ -14,36 +23,52 @@ from typing import Any, Literal, cast
 from sqlalchemy.engine import CursorResult
 from sqlmodel import Session, col, select, update
 
-from worker.db import Gate, Submission, utcnow
+from worker.db import AuditEvent, Gate, Submission, utcnow
 from worker.gate import publish_allowed
 from worker.runtime import Runtime
 
 HumanDecision = Literal["allow", "quarantine"]
+ReviewQueue = Literal["review", "quarantine"]
+REVIEWED = "reviewed:"  # audit event prefix of a person's decision
 
 
 class ReviewError(Exception):
     """The gate is unknown or not waiting for review."""
 
 
-def waiting(rt: Runtime, limit: int = 100) -> list[Gate]:
-    """Gates in review, oldest first."""
+def waiting(rt: Runtime, limit: int = 100, queue: ReviewQueue = "review") -> list[Gate]:
+    """Gates waiting for a person, oldest first: in review, or quarantined and not yet reviewed."""
+    stmt = select(Gate).where(Gate.status == queue)
+    if queue == "quarantine":
+        reviewed = select(AuditEvent.gate_id).where(col(AuditEvent.event).startswith(REVIEWED))
+        stmt = stmt.where(col(Gate.id).not_in(reviewed))
     with Session(rt.repo.engine, expire_on_commit=False) as session:
-        stmt = select(Gate).where(Gate.status == "review").order_by(col(Gate.updated_at)).limit(limit)
-        return list(session.exec(stmt).all())
+        return list(session.exec(stmt.order_by(col(Gate.updated_at)).limit(limit)).all())
 
 
 def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, note: str = "") -> Gate:
-    """Record ``person``'s decision for a gate in review and route it."""
+    """Record ``person``'s decision for a gate in review or in quarantine, and route it."""
     if not person.strip():
         raise ReviewError("a reviewer name is required")
     gate = rt.repo.get(gate_id)
-    if gate is None or gate.status != "review":
-        raise ReviewError(f"gate {gate_id} is not in review ({gate.status if gate else 'unknown'})")
+    if gate is None or gate.status not in ("review", "quarantine"):
+        state = gate.status if gate else "unknown"
+        raise ReviewError(f"gate {gate_id} is not waiting for a person ({state})")
+    was = gate.status
+    if was == "quarantine" and decision == "allow" and not note.strip():
+        raise ReviewError("releasing a quarantined gate needs a note saying why (--note)")
     report = json.loads(gate.report or "{}")
-    report["review"] = {"by": person, "decision": decision, "note": note[:500], "at": utcnow().isoformat()}
+    report["review"] = {
+        "by": person,
+        "decision": decision,
+        "from": was,
+        "note": note[:500],
+        "at": utcnow().isoformat(),
+    }
     body = json.dumps(report, sort_keys=True)
-    if decision == "quarantine":
+    if decision == "quarantine" and was == "review":
         rt.quarantine.put(f"{gate.id}/artifact", rt.reader.get(gate.object_key), encrypt=True)
+    if decision == "quarantine" or was == "quarantine":
         rt.quarantine.put(
             f"{gate.id}/report.json", body.encode(), encrypt=True, content_type="application/json"
         )
@@ -54,19 +79,19 @@ def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, not
             "CursorResult[Any]",
             session.execute(
                 update(Gate)
-                .where(col(Gate.id) == gate_id, col(Gate.status) == "review")
+                .where(col(Gate.id) == gate_id, col(Gate.status) == was)
                 .values(
                     status=decision,
                     decision=decision,
                     report=body,
                     updated_at=utcnow(),
-                    reason=f"reviewed by {person}: {decision}",
+                    reason=f"reviewed by {person}: {decision} (was {was}: {gate.reason})"[:500],
                 )
             ),
         ).rowcount
         if not changed:
-            raise ReviewError(f"gate {gate_id} left review meanwhile")
-        rt.repo.audit(session, gate_id, f"reviewed:{decision}", actor, note)
+            raise ReviewError(f"gate {gate_id} left {was} meanwhile")
+        rt.repo.audit(session, gate_id, f"{REVIEWED}{decision}", actor, note)
         ready = reopen_submissions(session, gate.sha256) if decision == "allow" else []
         session.commit()
     for sub_id, gate_ids in ready:

@@ -98,3 +98,22 @@ def test_submit_without_broker_is_a_usage_error(run, tmp_path):
     f.write_text("x")
     result = run("submit", str(f))
     assert result.exit_code == 2
+
+
+def test_review_commands_drain_the_quarantine(run, tmp_path):
+    """`review list --quarantined` names unreviewed quarantines; a release needs --note (exit 2 without)."""
+    f = tmp_path / "a.txt"
+    f.write_text("flagged")
+    assert run("scan", "--policy", str(FIXTURES / "harmful.yaml"), str(f)).exit_code == 1
+    assert run("review", "list", "--json").output == ""
+    listed = [
+        json.loads(line) for line in run("review", "list", "--quarantined", "--json").output.splitlines()
+    ]
+    assert [(r["status"], r["source"]) for r in listed] == [("quarantine", str(f))]
+
+    gid = listed[0]["gate_id"]
+    assert run("review", "decide", gid, "-d", "allow", "--by", "ann").exit_code == 2
+    released = run("review", "decide", gid, "-d", "allow", "--by", "ann", "--note", "known vendor file")
+    assert released.exit_code == 0, released.output
+    assert released.output.split() == [gid, "allow", "ann"]
+    assert run("review", "list", "--quarantined").output == ""

@@ -29,11 +29,50 @@ def test_reviewer_quarantine_moves_bytes_to_quarantine(gate, fixture_policy):
     assert list((gate.settings.data_dir / "allowed").glob("*.json")) == []
 
 
-def test_only_gates_in_review_can_be_resolved(gate, fixture_policy):
-    """A reviewer cannot overturn an automatic quarantine or allow."""
+def test_an_automatic_allow_is_never_reopened(gate, fixture_policy):
+    """An allowed artifact was published to agents already: no person can re-decide it."""
+    g = gate.submit(b"fine", [fixture_policy("trivial")]).gates[0]
+    assert g.status == "allow"
+    for decision in ("quarantine", "allow"):
+        with pytest.raises(ReviewError, match="not waiting for a person"):
+            resolve(gate.rt, g.id, decision, "mallory", "second thoughts")
+
+
+def test_releasing_a_quarantined_gate_needs_a_note(gate, fixture_policy):
+    """A false positive leaves quarantine only with a reason on record."""
     g = gate.submit(b"bad", [fixture_policy("harmful")]).gates[0]
-    with pytest.raises(ReviewError):
+    with pytest.raises(ReviewError, match="needs a note"):
         resolve(gate.rt, g.id, "allow", "mallory")
+    assert gate.rt.repo.get(g.id).status == "quarantine"
+    assert list((gate.settings.data_dir / "allowed").glob("*.json")) == []
+
+
+def test_reviewers_drain_the_quarantine_queue(gate, fixture_policy):
+    """Quarantined gates wait for a person until confirmed or released; a release is published."""
+    kept = gate.submit(b"really bad", [fixture_policy("harmful")]).gates[0]
+    freed = gate.submit(b"false positive", [fixture_policy("harmful")]).gates[0]
+    assert waiting(gate.rt) == []
+    assert [w.id for w in waiting(gate.rt, queue="quarantine")] == [kept.id, freed.id]
+
+    confirmed = resolve(gate.rt, kept.id, "quarantine", "dave")
+    released = resolve(gate.rt, freed.id, "allow", "erin", "vendor build script, checked")
+
+    assert waiting(gate.rt, queue="quarantine") == []
+    assert confirmed.status == "quarantine" and released.status == "allow"
+    msgs = [json.loads(p.read_text()) for p in (gate.settings.data_dir / "allowed").glob("*.json")]
+    assert [m["gate_id"] for m in msgs] == [freed.id]
+    record = json.loads(gate.rt.quarantine.get(f"{freed.id}/report.json"))
+    assert record["decision"] == "quarantine"  # the automatic decision stays on record...
+    assert record["review"] | {"at": None} == {  # ...with the person's release beside it
+        "by": "erin",
+        "decision": "allow",
+        "from": "quarantine",
+        "note": "vendor build script, checked",
+        "at": None,
+    }
+    assert gate.rt.quarantine.get(f"{freed.id}/artifact") == b"false positive"
+    trail = gate.rt.repo.audit_trail(freed.id)
+    assert ("reviewed:allow", "person:erin") in [(e.event, e.actor) for e in trail]
 
 
 def test_human_allow_under_one_policy_waits_for_the_others(gate, fixture_policy):
