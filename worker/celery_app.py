@@ -4,5 +4,5 @@ from worker.app import create_app
 from worker.logs import configure_logging
 from worker.settings import Settings
 
-configure_logging()
+configure_logging(stdlib=True)
 app = create_app(Settings())

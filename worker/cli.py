@@ -221,7 +221,7 @@ def _celery(argv: list[str]) -> None:
     from worker.logs import configure_logging
 
     settings = _settings()
-    configure_logging(logging.INFO)
+    configure_logging(logging.INFO, stdlib=True)
     try:
         celery_app = create_app(settings, eager=False)
     except ConfigError as exc:
