@@ -9,6 +9,8 @@ share the database, and survive restarts:
     canary_gates_overdue                       pending/running gates past their deadline
     canary_gate_attempts_max_open              most attempts of any pending/running gate
     canary_decisions{policy,decision}          decided gates per policy and decision
+    canary_gates_awaiting_person{queue}        gates waiting for a reviewer: in review, or
+                                               quarantined and not yet reviewed (``canary review``)
     canary_gate_database_up                    1 when the last scrape could read the database
 
 Every exporter reports the same database-wide values: with several worker
@@ -64,6 +66,7 @@ class GateCollector:
         from sqlalchemy import func, select
 
         from worker.db import Gate
+        from worker.review import not_reviewed
 
         if not self._schema_ready:  # like every component: a fresh database gets its (empty) tables
             Gate.metadata.create_all(self.engine)
@@ -77,6 +80,9 @@ class GateCollector:
                 select(func.min(table.c.created_at), func.max(table.c.attempts)).where(is_open)
             ).one()
             late = conn.execute(select(func.count()).where(is_open, table.c.deadline < now)).scalar_one()
+            unreviewed = conn.execute(
+                select(func.count()).where(table.c.status == "quarantine", not_reviewed())
+            ).scalar_one()
             decisions = conn.execute(
                 select(table.c.policy_id, table.c.decision, func.count())
                 .where(table.c.decision.is_not(None))
@@ -89,6 +95,7 @@ class GateCollector:
             "overdue": int(late or 0),
             "attempts_max_open": int(attempts or 0),
             "decisions": [(str(p), str(d), int(n)) for p, d, n in decisions],
+            "unreviewed_quarantine": int(unreviewed or 0),
         }
 
     def collect(self) -> Iterator[Any]:
@@ -127,6 +134,14 @@ class GateCollector:
         for policy, decision, count in snap["decisions"]:
             decisions.add_metric([policy, decision], count)
         yield decisions
+        awaiting = GaugeMetricFamily(
+            "canary_gates_awaiting_person",
+            "Gates waiting for a reviewer: in review, or quarantined and not yet reviewed",
+            labels=["queue"],
+        )
+        awaiting.add_metric(["review"], snap["statuses"].get("review", 0))
+        awaiting.add_metric(["quarantine"], snap["unreviewed_quarantine"])
+        yield awaiting
 
 
 def gate_registry(engine: Engine) -> CollectorRegistry:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, cast
 
+from sqlalchemy import ColumnElement, exists
 from sqlalchemy.engine import CursorResult
 from sqlmodel import Session, col, select, update
 
@@ -36,12 +37,22 @@ class ReviewError(Exception):
     """The gate is unknown or not waiting for review."""
 
 
+def not_reviewed() -> ColumnElement[bool]:
+    """True for a gate no person has decided yet (no ``reviewed:*`` audit event).
+
+    A correlated ``NOT EXISTS``: one lookup in the audit table's ``gate_id`` index per gate,
+    not a scan of the whole (append-only, ever-growing) audit table.
+    """
+    return ~exists().where(
+        col(AuditEvent.gate_id) == col(Gate.id), col(AuditEvent.event).startswith(REVIEWED)
+    )
+
+
 def waiting(rt: Runtime, limit: int = 100, queue: ReviewQueue = "review") -> list[Gate]:
     """Gates waiting for a person, oldest first: in review, or quarantined and not yet reviewed."""
     stmt = select(Gate).where(Gate.status == queue)
     if queue == "quarantine":
-        reviewed = select(AuditEvent.gate_id).where(col(AuditEvent.event).startswith(REVIEWED))
-        stmt = stmt.where(col(Gate.id).not_in(reviewed))
+        stmt = stmt.where(not_reviewed())
     with Session(rt.repo.engine, expire_on_commit=False) as session:
         return list(session.exec(stmt.order_by(col(Gate.updated_at)).limit(limit)).all())
 

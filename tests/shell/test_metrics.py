@@ -57,6 +57,24 @@ def test_counts_per_status_and_decision(gate, fixture_policy):
     assert sample(registry, "canary_gate_database_up") == 1
 
 
+def test_gates_awaiting_a_person(gate, fixture_policy):
+    """Review and not-yet-reviewed quarantine are counted; a reviewer's decision takes a gate off."""
+    from worker.review import resolve
+
+    kept = gate.submit(b"bad", [fixture_policy("harmful")]).gates[0]
+    gate.submit(b"worse", [fixture_policy("harmful")])
+    undecided = gate.submit(b"unclear", [fixture_policy("malformed")]).gates[0]
+    registry = gate_registry(gate.rt.repo.engine)
+    assert sample(registry, "canary_gates_awaiting_person", queue="quarantine") == 2
+    assert sample(registry, "canary_gates_awaiting_person", queue="review") == 1
+
+    resolve(gate.rt, kept.id, "quarantine", "dave")
+    resolve(gate.rt, undecided.id, "quarantine", "dave")
+    assert sample(registry, "canary_gates_awaiting_person", queue="quarantine") == 1
+    assert sample(registry, "canary_gates_awaiting_person", queue="review") == 0
+    assert sample(registry, "canary_gates", status="quarantine") == 3
+
+
 def test_overdue_and_open_gates(gate, fixture_policy):
     """An open gate past its deadline is overdue; the oldest open age and max attempts follow open gates."""
     gate.submit(b"decided", [fixture_policy("trivial")])
