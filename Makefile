@@ -18,10 +18,9 @@ install: ## create .venv and install the package with its test extras (editable)
 	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --disable-pip-version-check -q -e ".[test]"
 
-lint: ## ruff lint, ruff format check, mypy (strict on worker/core and policies, then all packages)
+lint: ## ruff lint, ruff format check, mypy --strict on every package (pyproject.toml)
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
-	$(PYTHON) -m mypy worker/core policies
 	$(PYTHON) -m mypy worker producers policies
 
 test: ## run the test suite
