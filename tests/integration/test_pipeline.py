@@ -206,3 +206,30 @@ def test_artifact_text_never_reaches_the_worker_log(service_env, start_worker, t
     log = worker.log.read_text()
     assert all(gid in log for gid in ids)  # the decisions were logged (by gate id)...
     assert marker not in log and marker not in res.stdout + res.stderr  # ...the text never was
+
+
+def test_a_reviewer_releases_a_quarantined_false_positive(service_env, start_worker):
+    """On Postgres and Redis: the quarantine queue lists the gate until a person releases it,
+    the release is published on canary.allowed and audited; the bucket keeps the record."""
+    start_worker(service_env, concurrency=1)
+    res = canary(
+        service_env, "submit", "--json", "-p", str(FIXTURES / "harmful.yaml"), str(FIXTURES / "trivial.yaml")
+    )
+    assert res.returncode == 0, res.stderr
+    gid = json.loads(res.stdout)["gate_id"]
+    gates, repo = wait_terminal([gid])
+    assert gates[gid].status == "quarantine"
+
+    listed = canary(service_env, "review", "list", "--quarantined", "--json")
+    assert [json.loads(line)["gate_id"] for line in listed.stdout.splitlines()] == [gid]
+    released = canary(service_env, "review", "decide", gid, "-d", "allow", "--by", "ops", "--note", "fixture")
+    assert released.returncode == 0, released.stderr
+
+    assert canary(service_env, "review", "list", "--quarantined").stdout == ""
+    assert [m["gate_id"] for m in drain(service_env, service_env["CANARY_ALLOWED_QUEUE"])] == [gid]
+    assert ("reviewed:allow", "person:ops") in [(e.event, e.actor) for e in repo.audit_trail(gid)]
+    s3 = boto3.client("s3", endpoint_url=service_env["CANARY_S3_ENDPOINT_URL"])
+    record = json.loads(
+        s3.get_object(Bucket=service_env["CANARY_QUARANTINE_BUCKET"], Key=f"{gid}/report.json")["Body"].read()
+    )
+    assert (record["decision"], record["review"]["decision"]) == ("quarantine", "allow")
