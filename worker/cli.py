@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
@@ -250,8 +252,30 @@ def beat(ctx: typer.Context) -> None:
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def flower(ctx: typer.Context) -> None:
-    """Start Flower (basic auth from FLOWER_BASIC_AUTH)."""
-    _celery(["flower", *ctx.args])
+    """Start Flower (basic auth from FLOWER_BASIC_AUTH; without any auth it listens on 127.0.0.1 only)."""
+    argv = flower_argv(list(ctx.args), os.environ)
+    if argv[1:] != list(ctx.args):
+        typer.echo(
+            "canary: Flower has no authentication (set FLOWER_BASIC_AUTH=user:password, or pass "
+            "--basic-auth or --auth-provider): listening on 127.0.0.1 only",
+            err=True,
+        )
+    _celery(argv)
+
+
+FLOWER_AUTH_OPTIONS = ("--basic-auth", "--basic_auth", "--auth", "--auth_provider", "--auth-provider")
+
+
+def flower_argv(args: list[str], env: Mapping[str, str]) -> list[str]:
+    """Flower's argv: secure by default. Flower can revoke and terminate tasks, so without basic
+    auth or an OAuth provider (options or Flower's own ``FLOWER_*`` variables) it is bound to the
+    loopback interface unless an address is given explicitly."""
+    authenticated = any(env.get(var) for var in ("FLOWER_BASIC_AUTH", "FLOWER_AUTH", "FLOWER_AUTH_PROVIDER"))
+    authenticated = authenticated or any(a.split("=", 1)[0] in FLOWER_AUTH_OPTIONS for a in args)
+    addressed = bool(env.get("FLOWER_ADDRESS")) or any(a.split("=", 1)[0] == "--address" for a in args)
+    if authenticated or addressed:
+        return ["flower", *args]
+    return ["flower", "--address=127.0.0.1", *args]
 
 
 @app.command()

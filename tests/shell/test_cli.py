@@ -117,3 +117,26 @@ def test_review_commands_drain_the_quarantine(run, tmp_path):
     assert released.exit_code == 0, released.output
     assert released.output.split() == [gid, "allow", "ann"]
     assert run("review", "list", "--quarantined").output == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        ([], {}, ["flower", "--address=127.0.0.1"]),  # no auth: loopback only
+        (["--port=5566"], {}, ["flower", "--address=127.0.0.1", "--port=5566"]),
+        ([], {"FLOWER_BASIC_AUTH": "ops:secret"}, ["flower"]),
+        (["--basic-auth=ops:secret"], {}, ["flower", "--basic-auth=ops:secret"]),
+        (
+            ["--auth_provider=flower.views.auth.GithubLoginHandler"],
+            {},
+            ["flower", "--auth_provider=flower.views.auth.GithubLoginHandler"],
+        ),
+        (["--address=0.0.0.0"], {}, ["flower", "--address=0.0.0.0"]),  # an explicit choice is kept
+        ([], {"FLOWER_ADDRESS": "10.0.0.5"}, ["flower"]),
+    ],
+)
+def test_flower_without_authentication_listens_on_loopback_only(args, env, expected):
+    """Flower can revoke and terminate tasks: without auth it is not served to other hosts by default."""
+    from worker.cli import flower_argv
+
+    assert flower_argv(args, env) == expected
