@@ -1,7 +1,8 @@
-"""Files, folders, stdin and registry releases as artifacts."""
+"""Files, folders, stdin, registry releases and the messages of mailboxes and ticket exports as artifacts."""
 
 from __future__ import annotations
 
+import mailbox
 import multiprocessing
 import os
 import sys
@@ -28,17 +29,84 @@ class InputError(Exception):
     """An input given on the command line cannot be read."""
 
 
+# Inputs that hold many artifacts: each member is gated on its own, so one bad e-mail quarantines
+# that e-mail, not the whole mailbox. Expanded to ``KIND:PATH#KEY`` names (see read_inputs).
+CONTAINERS = ("mbox", "maildir", "jsonl")
+
+
+def _container(raw: str) -> tuple[str, str] | None:
+    """``(kind, path)`` of a ``mbox:PATH`` / ``maildir:PATH`` / ``jsonl:PATH`` input, else None."""
+    kind, sep, path = raw.partition(":")
+    if not sep or kind not in CONTAINERS or Path(raw).exists():
+        return None
+    return kind, path
+
+
+class _Members:
+    """Random access to the members of one container, opened once (mailbox keeps a table of
+    contents; a JSON-lines file keeps the byte offset of each line)."""
+
+    def __init__(self, kind: str, path: str) -> None:
+        self.kind, self.path = kind, path
+        self.box: mailbox.Mailbox[mailbox.Message] | None = None
+        self.offsets: dict[str, int] = {}
+        self._keys: dict[str, str] | None = None
+        try:
+            if kind == "mbox":
+                if not Path(path).is_file():
+                    raise InputError(f"no such mbox file: {path}")
+                self.box = mailbox.mbox(path, create=False)
+                if Path(path).stat().st_size and not len(self.box):  # bytes but no "From " line
+                    raise InputError(f"not an mbox file (no message found): {path}")
+            elif kind == "maildir":
+                if not Path(path, "cur").is_dir() and not Path(path, "new").is_dir():
+                    raise InputError(f"not a Maildir (no cur/ or new/): {path}")
+                self.box = mailbox.Maildir(path, factory=None, create=False)
+            else:
+                with open(path, "rb") as fh:
+                    offset = 0
+                    for number, line in enumerate(fh, start=1):
+                        if line.strip():
+                            self.offsets[str(number)] = offset
+                        offset += len(line)
+        except OSError as exc:
+            raise InputError(f"cannot read {kind}:{path}: {exc.strerror or exc}") from exc
+
+    def names(self) -> list[str]:
+        """The members' keys, in file order (mbox, JSON lines) or sorted (Maildir file names)."""
+        if self.box is None:
+            return list(self.offsets)
+        keys = [str(k) for k in self.box.iterkeys()]
+        return keys if self.kind == "mbox" else sorted(keys)
+
+    def get(self, name: str) -> bytes:
+        if self.box is not None:
+            keys = {str(k): k for k in self.box.iterkeys()} if self._keys is None else self._keys
+            self._keys = keys  # mbox keys are ints, Maildir keys file names: map back from text once
+            return self.box.get_bytes(keys[name])
+        with open(self.path, "rb") as fh:
+            fh.seek(self.offsets[name])
+            return fh.readline().rstrip(b"\r\n")
+
+
 def expand_paths(paths: Sequence[str]) -> list[str]:
     """Files as given, folders walked recursively (sorted, hidden entries skipped), ``-`` for stdin.
 
     Registry specs (``pypi:NAME[==VER]``, ``npm:NAME[@VER]``) pass through, and
     ``@LIST`` reads a file of inputs, one per line (``#`` comments and blank
-    lines skipped): the shape of a nightly registry batch.
+    lines skipped): the shape of a nightly registry batch. ``mbox:PATH``,
+    ``maildir:PATH`` and ``jsonl:PATH`` (a ticket export, one record per line) become one
+    input per message or non-blank line, named ``KIND:PATH#KEY``.
     """
     out: list[str] = []
     for raw in paths:
         if raw == "-" or (is_spec(raw) and not Path(raw).exists()):
             out.append(raw)
+            continue
+        container = _container(raw)
+        if container is not None:
+            kind, where = container
+            out.extend(f"{kind}:{where}#{key}" for key in _Members(kind, where).names())
             continue
         if raw.startswith("@") and Path(raw[1:]).is_file():
             lines = Path(raw[1:]).read_text().splitlines()
@@ -134,6 +202,7 @@ def read_inputs(
     names = iter(paths)
     ahead: deque[tuple[str, Future[ReleaseDiff] | None]] = deque()
     releases: _Releases | None = None
+    members: _Members | None = None  # the container being read (its members come in a row)
     try:
         while True:
             while len(ahead) < fetch_ahead and (name := next(names, None)) is not None:
@@ -146,6 +215,13 @@ def read_inputs(
                 return
             name, fetching = ahead.popleft()
             if fetching is None:
+                container = _container(name.rpartition("#")[0]) if "#" in name else None
+                if container is not None:
+                    if members is None or (members.kind, members.path) != container:
+                        members = _Members(*container)
+                    key = name.rpartition("#")[2]
+                    yield f"{members.path}#{key}", members.get(key)
+                    continue
                 yield ("<stdin>", sys.stdin.buffer.read()) if name == "-" else (name, Path(name).read_bytes())
                 continue
             try:
