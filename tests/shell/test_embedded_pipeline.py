@@ -126,3 +126,19 @@ def test_report_records_coverage_and_policy_fingerprint(gate, fixture_policy):
     report = Report.model_validate_json(g.report)
     assert report.coverage.total_bytes == 5000 and report.coverage.complete
     assert report.policy.id == "trivial" and len(report.policy.sha256) == 64
+
+
+def test_the_python_api_prints_nothing(tmp_path):
+    """``scan()`` used as a library writes no log line to stdout or stderr (events go to stdlib
+    logging, quiet at its default level), and still returns the report."""
+    import os
+    import subprocess
+    import sys
+
+    code = "from worker.api import scan; print(scan('Lunch moved to 1pm.').decision)"
+    env = {**os.environ, "CANARY_DATA_DIR": str(tmp_path / "data")}
+    for var in ("CANARY_BROKER_URL", "CANARY_DATABASE_URL", "CANARY_S3_ENDPOINT_URL"):
+        env.pop(var, None)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == ("allow\n", "")
