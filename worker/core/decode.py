@@ -1,4 +1,4 @@
-"""Decoded layers: what hides in base64, hex, URL-encoding, escapes, ROT13 or reversed text.
+"""Decoded layers: what hides in base64, hex, URL-encoding, escapes, quoted-printable, ROT13 or reversed text.
 
 :func:`decode_layers` takes a normalized layer and returns every layer reachable
 in at most ``max_depth`` decoding steps (base64 inside base64, ROT13 of a
@@ -55,6 +55,9 @@ _CHAR_CODES = (  # literal prefixes let the regex engine skip ahead
     re.compile(rb"\[\s*(\d{2,3}(?:\s*,\s*\d{2,3}){7,})\s*\]"),
 )
 _BITS = re.compile(rb" [01]{8}(?:[ ,]?[01]{8}){5,}")
+# An e-mail (part) declared quoted-printable: its soft line breaks ("=" at a line end) split words
+# and phrases ("outside-=\nexample.net", "A=\nLWAYS"), so the body is decoded whole from there on.
+_QP_HEADER = re.compile(rb"content-transfer-encoding:[ \t]*quoted-printable", re.IGNORECASE)
 _WHOLE_TEXT = ("rot13", "reversed")
 Payload = tuple[str, int, int, bytes]  # kind, start, end (in the parent layer), decoded bytes
 
@@ -130,6 +133,12 @@ def _encoded_runs(data: bytes) -> list[Payload]:
             ]
     if b" 0110" in data:
         runs += [("binary", m.start() + 1, m.end(), _bits(m.group())) for m in _BITS.finditer(data)]
+    if b"=\n" in data and (b"uoted-printable" in data or b"UOTED-PRINTABLE" in data):
+        declared = _QP_HEADER.search(data)
+        if declared is not None:
+            runs.append(
+                ("quoted-printable", declared.start(), len(data), binascii.a2b_qp(data[declared.end() :]))
+            )
     return [run for run in runs if _textual(run[3])]
 
 

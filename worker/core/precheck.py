@@ -104,7 +104,12 @@ _SCOPES = {  # layer kind -> rule scopes that apply to it (diff / not a diff)
     ("added", True): frozenset({"added"}),
     ("decoded", True): frozenset({"any", "decoded", "added"}),
     ("decoded", False): frozenset({"any", "decoded", "added"}),
+    # a transport encoding (an e-mail's quoted-printable body) hides nothing: its decoded text is
+    # judged as plain text, not as a payload that "only appears once decoded"
+    ("transport", True): frozenset({"any", "text"}),
+    ("transport", False): frozenset({"any", "text", "added"}),
 }
+TRANSPORT_LAYERS = frozenset({"quoted-printable"})
 
 
 def _scan_window(
@@ -118,8 +123,11 @@ def _scan_window(
     if diff is not None:
         layers.append((_added_layer(data, start, end, diff), "added"))
     for layer in decode_layers(text) + [d for h in main.hidden for d in (h, *decode_layers(h))]:
+        if layer.name in TRANSPORT_LAYERS:
+            layers.append((layer, "transport"))
+            continue
         layers.append((layer, "decoded"))
-        kind = layer.name.split("/", 1)[0]
+        kind = next(part for part in layer.name.split("/") if part not in TRANSPORT_LAYERS)
         signal = "decoded-" + kind
         if kind not in ("rot13", "reversed") and layer.data and signal not in scan.signals:
             scan.signals[signal] = layer.offsets.span(0, 1)  # mapped only the first time
@@ -131,7 +139,7 @@ def _scan_window(
 
         for ruleset in rulesets:
             _record(ruleset.flat.scan(layer.flat, layer.data, wanted), layer, scopes, scan, diff)
-            if kind != "decoded":  # line-anchored rules need the lines a decoded layer no longer has
+            if kind in ("text", "added"):  # line-anchored rules need the lines a decoded layer no longer has
                 _record(ruleset.lines.scan(layer.data, wanted=wanted), layer, scopes, scan, diff)
 
 
