@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import html
 import re
 from urllib.parse import unquote_to_bytes
 
@@ -58,6 +59,17 @@ _BITS = re.compile(rb" [01]{8}(?:[ ,]?[01]{8}){5,}")
 # An e-mail (part) declared quoted-printable: its soft line breaks ("=" at a line end) split words
 # and phrases ("outside-=\nexample.net", "A=\nLWAYS"), so the body is decoded whole from there on.
 _QP_HEADER = re.compile(rb"content-transfer-encoding:[ \t]*quoted-printable", re.IGNORECASE)
+# HTML (a web page, an HTML e-mail, tool output): the text a browser shows. Inline tags split words
+# without a space ("ig<b></b>nore"), character references spell letters ("&#105;gnore"); comments
+# and hidden elements stay (an agent reads the source, not the rendering).
+_HTML_TAG = re.compile(rb"<!--|-->|</?([a-zA-Z][a-zA-Z0-9]{0,15})(?:[\s/][^<>]{0,1024})?>")
+_INLINE_TAGS = frozenset(
+    b"a abbr b bdi bdo big cite code data del dfn em font i ins kbd mark q s samp small span strong sub "
+    b"sup time tt u var wbr".split()
+)
+_HTML_MIN_MARKUP = 3  # tags or character references before a page is worth a layer
+_NUMERIC_REFERENCE = re.compile(rb"&#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}));?")
+_SPELLED_LETTERS = 3  # letters written as numeric references: obfuscation, not markup
 _WHOLE_TEXT = ("rot13", "reversed")
 Payload = tuple[str, int, int, bytes]  # kind, start, end (in the parent layer), decoded bytes
 
@@ -92,6 +104,8 @@ def _decode_once(parent: Layer) -> list[Layer]:
                 builder.add(b" ".join(decoded.split()) + b"\x00", start, end, False)
             data, pieces = builder.build()
             children.append(Layer(prefix + kind, data, Compose(pieces, parent.offsets), parent.depth + 1))
+        if parent.depth == 0 and (html := _html_text(parent)) is not None:
+            children.append(html)
         children.append(
             Layer(prefix + "rot13", parent.flat.translate(_ROT13), parent.offsets, parent.depth + 1)
         )
@@ -102,6 +116,51 @@ def _decode_once(parent: Layer) -> list[Layer]:
         backwards = np.frombuffer(parent.flat, dtype=np.uint8)[::-1].tobytes()  # 2x faster than [::-1]
         children.append(Layer(prefix + "reversed", backwards, flipped, parent.depth + 1))
     return children
+
+
+def _html_text(parent: Layer) -> Layer | None:
+    """The text of an HTML document: tags dropped (a space for a block tag, nothing for an inline
+    one), character references decoded; each text run maps to its own span of the original."""
+    data = parent.data
+    # Cheap gates first (one-byte searches are memchr-fast; each longer one costs ~1 ms per MB):
+    # closing tags or a comment where there is a "<", numeric references where "&" is frequent.
+    lt = b"<" in data
+    markup = lt and (data.count(b"</") >= 2 or b"<!--" in data)
+    references = data.count(b"&") >= _SPELLED_LETTERS and b"&#" in data
+    if not (markup or references):
+        return None
+    tags = list(_HTML_TAG.finditer(data)) if lt else []
+    if len(tags) + data.count(b"&") < _HTML_MIN_MARKUP:
+        return None
+    builder = PieceBuilder()
+    position = 0
+    for tag in [*tags, None]:
+        start = len(data) if tag is None else tag.start()
+        if start > position:
+            run = data[position:start]
+            text = (
+                html.unescape(run.decode("utf-8", errors="replace")).encode("utf-8") if b"&" in run else run
+            )
+            builder.add(text, position, start, text == run)
+        if tag is None:
+            break
+        if (tag.group(1) or b"").lower() not in _INLINE_TAGS:
+            builder.add(b" ", tag.start(), tag.end(), False)
+        position = tag.end()
+    text, pieces = builder.build()
+    if text == data:
+        return None
+    # Markup is a transport ("html-text", judged as plain text); letters spelled as "&#105;" hide
+    # words from a reader of the source: that layer is a decoded payload ("html-entities").
+    spelled = sum(1 for m in _NUMERIC_REFERENCE.finditer(data) if _is_letter(m))
+    name = "html-entities" if spelled >= _SPELLED_LETTERS else "html-text"
+    return Layer(name, text, Compose(pieces, parent.offsets), parent.depth + 1)
+
+
+def _is_letter(reference: re.Match[bytes]) -> bool:
+    hexa, decimal = reference.groups()
+    code = int(hexa, 16) if hexa else int(decimal)
+    return 65 <= code <= 90 or 97 <= code <= 122
 
 
 def _textual(payload: bytes) -> bool:
