@@ -104,8 +104,8 @@ def _decode_once(parent: Layer) -> list[Layer]:
                 builder.add(b" ".join(decoded.split()) + b"\x00", start, end, False)
             data, pieces = builder.build()
             children.append(Layer(prefix + kind, data, Compose(pieces, parent.offsets), parent.depth + 1))
-        if parent.depth == 0 and (html := _html_text(parent)) is not None:
-            children.append(html)
+        if parent.depth == 0 and (page := _html_text(parent)) is not None:
+            children.append(page)
         children.append(
             Layer(prefix + "rot13", parent.flat.translate(_ROT13), parent.offsets, parent.depth + 1)
         )
