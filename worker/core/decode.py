@@ -26,9 +26,9 @@ from urllib.parse import unquote_to_bytes
 import numpy as np
 import numpy.typing as npt
 
-from worker.core.normalize import Compose, Layer, PieceBuilder, Reverse, byte_mask, clusters
+from worker.core.normalize import Compose, Layer, PieceBuilder, Reverse, byte_mask, clusters, normalize
 
-__all__ = ["decode_layers"]
+__all__ = ["decode_layers", "json_text"]
 
 
 _ROT13 = bytes.maketrans(
@@ -70,6 +70,19 @@ _INLINE_TAGS = frozenset(
 _HTML_MIN_MARKUP = 3  # tags or character references before a page is worth a layer
 _NUMERIC_REFERENCE = re.compile(rb"&#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}));?")
 _SPELLED_LETTERS = 3  # letters written as numeric references: obfuscation, not markup
+# JSON (tool output, API responses, ticket exports): a string's escapes split what it says
+# ("ignore all previous\\ninstructions"); its strings are read with the escapes decoded in place.
+_JSON_ESCAPE = re.compile(rb'\\(?:u([0-9a-fA-F]{4})|([nrtbf"\\/]))')
+_JSON_SIMPLE = {
+    b"n": b"\n",
+    b"r": b"\n",
+    b"t": b" ",
+    b"b": b" ",
+    b"f": b" ",
+    b'"': b'"',
+    b"\\": b"\\",
+    b"/": b"/",
+}
 _WHOLE_TEXT = ("rot13", "reversed")
 Payload = tuple[str, int, int, bytes]  # kind, start, end (in the parent layer), decoded bytes
 
@@ -155,6 +168,36 @@ def _html_text(parent: Layer) -> Layer | None:
     spelled = sum(1 for m in _NUMERIC_REFERENCE.finditer(data) if _is_letter(m))
     name = "html-entities" if spelled >= _SPELLED_LETTERS else "html-text"
     return Layer(name, text, Compose(pieces, parent.offsets), parent.depth + 1)
+
+
+def json_text(parent: Layer) -> Layer | None:
+    """A JSON document as it reads: string escapes (``\\n``, ``\\"``, ``\\u00e9``) decoded in place and
+    string delimiters blanked (a tool's answer is read, not quoted), then normalized like the main
+    layer (``\\u200b`` between letters is dropped). Each escape maps to its own span of the original;
+    None when there is nothing to decode."""
+    data = parent.data
+    if b"\\" not in data:
+        return None
+    escapes = list(_JSON_ESCAPE.finditer(data))
+    if len(escapes) < 2:
+        return None
+    builder = PieceBuilder()
+    position = 0
+    for m in escapes:  # string delimiters become spaces (same length): the strings are read, not quoted
+        builder.add(data[position : m.start()].replace(b'"', b" "), position, m.start(), True)
+        if m.group(1):
+            code = int(m.group(1), 16)
+            out = b" " if 0xD800 <= code <= 0xDFFF else chr(code).encode("utf-8")  # lone surrogate halves
+        else:
+            out = _JSON_SIMPLE[m.group(2)]
+        builder.add(out, m.start(), m.end(), False)
+        position = m.end()
+    builder.add(data[position:].replace(b'"', b" "), position, len(data), True)
+    text, pieces = builder.build()
+    read = normalize(text)
+    return Layer(
+        "json-text", read.data, Compose(read.offsets, Compose(pieces, parent.offsets)), parent.depth + 1
+    )
 
 
 def _is_letter(reference: re.Match[bytes]) -> bool:

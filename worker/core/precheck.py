@@ -38,7 +38,7 @@ from fnmatch import fnmatch
 from posixpath import basename
 
 from policies.schema import HarmPolicy
-from worker.core.decode import decode_layers
+from worker.core.decode import decode_layers, json_text
 from worker.core.diff import Diff, parse_diff
 from worker.core.models import Evidence, PrecheckResult, Span
 from worker.core.normalize import Compose, Layer, PieceBuilder, normalize
@@ -109,7 +109,7 @@ _SCOPES = {  # layer kind -> rule scopes that apply to it (diff / not a diff)
     ("transport", True): frozenset({"any", "text"}),
     ("transport", False): frozenset({"any", "text", "added"}),
 }
-TRANSPORT_LAYERS = frozenset({"quoted-printable", "html-text"})
+TRANSPORT_LAYERS = frozenset({"quoted-printable", "html-text", "json-text"})
 
 
 def _scan_window(
@@ -122,6 +122,8 @@ def _scan_window(
     layers = [(text, "text")]
     if diff is not None:
         layers.append((_added_layer(data, start, end, diff), "added"))
+    if data[:64].lstrip()[:1] in (b"{", b"[") and (strings := json_text(text)) is not None:
+        layers.append((strings, "transport"))  # a JSON artifact: its strings as they read
     for layer in decode_layers(text) + [d for h in main.hidden for d in (h, *decode_layers(h))]:
         if layer.name in TRANSPORT_LAYERS:
             layers.append((layer, "transport"))
@@ -139,7 +141,7 @@ def _scan_window(
 
         for ruleset in rulesets:
             _record(ruleset.flat.scan(layer.flat, layer.data, wanted), layer, scopes, scan, diff)
-            if kind in ("text", "added"):  # line-anchored rules need the lines a decoded layer no longer has
+            if kind != "decoded":  # line-anchored rules need the lines a decoded layer no longer has
                 _record(ruleset.lines.scan(layer.data, wanted=wanted), layer, scopes, scan, diff)
 
 
