@@ -59,6 +59,13 @@ _BITS = re.compile(rb" [01]{8}(?:[ ,]?[01]{8}){5,}")
 # An e-mail (part) declared quoted-printable: its soft line breaks ("=" at a line end) split words
 # and phrases ("outside-=\nexample.net", "A=\nLWAYS"), so the body is decoded whole from there on.
 _QP_HEADER = re.compile(rb"content-transfer-encoding:[ \t]*quoted-printable", re.IGNORECASE)
+# A MIME part declared base64 (the body of many e-mails) is a transport too: its text is judged as
+# text ("mime-base64"), not as a payload that only appears once decoded. Whitespace runs are one
+# byte by now, so the blank line after the part's headers is a single newline.
+_MIME_BASE64 = re.compile(
+    rb"content-transfer-encoding:[ \t]*base64[ \t]*\n(?:[\w-]+:[^\n]*\n)*((?:[A-Za-z0-9+/]+=*[ \t]*\n?)+)",
+    re.IGNORECASE,
+)
 # HTML (a web page, an HTML e-mail, tool output): the text a browser shows. Inline tags split words
 # without a space ("ig<b></b>nore"), character references spell letters ("&#105;gnore"); comments
 # and hidden elements stay (an agent reads the source, not the rendering).
@@ -223,6 +230,8 @@ def _encoded_runs(data: bytes) -> list[Payload]:
     """Every encoded run in ``data`` that decodes to text."""
     arr = np.frombuffer(data, dtype=np.uint8)
     runs = _alphabet_runs(data, arr)
+    if b"ase64" in data and (bodies := _mime_bodies(data)):  # a MIME body is read whole, not line by line
+        runs = [r for r in runs if not any(b[1] <= r[1] < b[2] for b in bodies)] + bodies
     percents = np.flatnonzero(arr == 37)  # '%'
     if len(percents) >= 4:
         runs += _percent_runs(data, arr, percents)
@@ -267,6 +276,14 @@ def _alphabet_runs(data: bytes, arr: npt.NDArray[np.uint8], min_len: int = 20) -
             end += 1
         found.append(("base64", start, end, _b64(run)))
     return found
+
+
+def _mime_bodies(data: bytes) -> list[Payload]:
+    """The bodies of MIME parts declared base64, each decoded whole (its lines are one payload)."""
+    return [
+        ("mime-base64", m.start(1), m.end(1), _b64(b"".join(m.group(1).split())))
+        for m in _MIME_BASE64.finditer(data)
+    ]
 
 
 def _in_base64_alphabet(arr: npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:

@@ -109,7 +109,7 @@ _SCOPES = {  # layer kind -> rule scopes that apply to it (diff / not a diff)
     ("transport", True): frozenset({"any", "text"}),
     ("transport", False): frozenset({"any", "text", "added"}),
 }
-TRANSPORT_LAYERS = frozenset({"quoted-printable", "html-text", "json-text"})
+TRANSPORT_LAYERS = frozenset({"quoted-printable", "mime-base64", "html-text", "json-text"})
 
 
 def _scan_window(
