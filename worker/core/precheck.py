@@ -104,8 +104,9 @@ _SCOPES = {  # layer kind -> rule scopes that apply to it (diff / not a diff)
     ("added", True): frozenset({"added"}),
     ("decoded", True): frozenset({"any", "decoded", "added"}),
     ("decoded", False): frozenset({"any", "decoded", "added"}),
-    # a transport encoding (an e-mail's quoted-printable body) hides nothing: its decoded text is
-    # judged as plain text, not as a payload that "only appears once decoded"
+    # a transport encoding (a mail body's quoted-printable or base64, HTML markup, JSON string escapes)
+    # hides nothing: its decoded text is judged as plain text, not as a payload that "only appears
+    # once decoded" (letters spelled as HTML references are such a payload: layer "html-entities")
     ("transport", True): frozenset({"any", "text"}),
     ("transport", False): frozenset({"any", "text", "added"}),
 }
