@@ -123,9 +123,10 @@ def _input_failures(failed: list[str]) -> None:
 
 
 def _print_table(rows: list[tuple[str, Any]]) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
+
+    from worker.evaluation_tables import stdout_console
 
     colours = {"allow": "green", "quarantine": "red", "review": "yellow"}
     table = Table(title="Canary Gate decisions")
@@ -139,9 +140,10 @@ def _print_table(rows: list[tuple[str, Any]]) -> None:
         table.add_row(
             Text(name), g.policy_id, Text(g.status, style=colour), Text(reason), str(g.size), g.id[:12]
         )
-    Console().print(table)
+    console = stdout_console()  # piped (CI logs, `| tee`): 160 columns, not rich's 80
+    console.print(table)
     counts = {s: sum(1 for _, g in rows if g.status == s) for s in ("allow", "quarantine", "review")}
-    Console().print(", ".join(f"{n} {s}" for s, n in counts.items()))
+    console.print(", ".join(f"{n} {s}" for s, n in counts.items()))
 
 
 @app.command()
