@@ -335,6 +335,70 @@ def review_list(
         typer.echo(json.dumps(row) if json_out else "\t".join(str(v) for v in row.values()))
 
 
+@review_app.command("show")
+def review_show(
+    gate_id: Annotated[str, typer.Argument(help="Gate to look at.")],
+    context: Annotated[int, typer.Option(help="Bytes shown around each piece of evidence.")] = 120,
+    full: Annotated[
+        bool, typer.Option("--full", help="Show the whole artifact, evidence highlighted.")
+    ] = False,
+) -> None:
+    """A gate's decision, votes and evidence in context, for a reviewer. Hidden characters (controls,
+    bidi, zero-width, tags) are written out as \\uXXXX: nothing in the artifact can drive the terminal."""
+    from rich.text import Text
+
+    from worker.evaluation_tables import stdout_console
+    from worker.review import ReviewError, artifact, visible
+    from worker.runtime import build_runtime
+
+    try:
+        gate, data = artifact(build_runtime(_settings(), role="reviewer"), gate_id)
+    except ReviewError as exc:
+        raise _usage(str(exc)) from exc
+    report = json.loads(gate.report or "{}")
+    out = stdout_console()
+    out.print(
+        Text(
+            f"gate {gate.id}  policy {gate.policy_id}  status {gate.status}  {gate.size} bytes  {gate.source}"
+        )
+    )
+    out.print(Text(f"reason: {gate.reason or '-'}"))
+    for vote in report.get("votes", []):
+        verdict = vote.get("verdict") or f"invalid ({vote.get('error')})"
+        out.print(Text(f"  vote {vote.get('detector')}: {verdict}  score {vote.get('score')}"))
+    spans = [
+        (e["span"]["start"], e["span"]["end"], f"{e['rule_id']} [{e.get('layer', '')}]")
+        for e in report.get("precheck", {}).get("evidence", [])
+    ]
+    if full:
+        spans_only = [(a, b) for a, b, _ in spans]
+        out.print(Text("artifact:"), _highlighted(data, 0, len(data), spans_only))
+        return
+    for start, end, label in spans:
+        out.print(Text(f"  evidence {label} bytes {start}-{end}:"))
+        out.print(_highlighted(data, max(0, start - context), min(len(data), end + context), [(start, end)]))
+    if not spans:
+        out.print(Text(f"no pre-check evidence; first {context * 4} bytes:"))
+        out.print(Text(visible(data[: context * 4])))
+
+
+def _highlighted(data: bytes, lo: int, hi: int, spans: list[tuple[int, int]]) -> Any:
+    """``data[lo:hi]`` as safe text with ``spans`` highlighted."""
+    from rich.text import Text
+
+    from worker.review import visible
+
+    text, position = Text(), lo
+    for start, end in sorted((max(a, lo), min(b, hi)) for a, b in spans if b > lo and a < hi):
+        if start < position:
+            start = position
+        text.append(visible(data[position:start]))
+        text.append(visible(data[start:end]), style="bold reverse")
+        position = max(position, end)
+    text.append(visible(data[position:hi]))
+    return text
+
+
 @review_app.command("decide")
 def review_decide(
     gate_id: Annotated[str, typer.Argument(help="Gate in review.")],

@@ -18,6 +18,7 @@ allows it.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal, cast
 
 from sqlalchemy import ColumnElement, exists
@@ -27,6 +28,7 @@ from sqlmodel import Session, col, select, update
 from worker.db import AuditEvent, Gate, Submission, utcnow
 from worker.gate import publish_allowed
 from worker.runtime import Runtime
+from worker.storage import sha256_hex
 
 HumanDecision = Literal["allow", "quarantine"]
 ReviewQueue = Literal["review", "quarantine"]
@@ -123,3 +125,29 @@ def reopen_submissions(session: Session, sha256: str) -> list[tuple[str, list[st
             session.add(sub)
             ready.append((sub.id, sub.gates))
     return ready
+
+
+# Characters a terminal would act on or a reader would not see: C0/C1 controls (escape sequences),
+# bidi controls, zero-width and invisible characters, Unicode tags. Shown as \uXXXX, never emitted.
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
+
+
+def visible(data: bytes) -> str:
+    """``data`` as text a reviewer can read safely: UTF-8 (invalid bytes as U+FFFD), every control,
+    bidi, zero-width or tag character written out as ``\\uXXXX`` (newlines and tabs kept)."""
+    text = data.decode("utf-8", errors="replace")
+    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def artifact(rt: Runtime, gate_id: str) -> tuple[Gate, bytes]:
+    """A gate and its artifact's bytes (from the object store, checked against the sha256)."""
+    gate = rt.repo.get(gate_id)
+    if gate is None:
+        raise ReviewError(f"gate {gate_id} is unknown")
+    data = rt.reader.get(gate.object_key)
+    if sha256_hex(data) != gate.sha256:
+        raise ReviewError(f"gate {gate_id}: the stored bytes do not match their sha256")
+    return gate, data
