@@ -105,7 +105,7 @@ class GateCollector:
         try:
             snap = self.read()
         except Exception as exc:  # noqa: BLE001 - a scrape must answer even when the database does not
-            log.warning("metrics_database_unreadable", error=type(exc).__name__)
+            log.warning("metrics_database_unreadable", error=type(exc).__name__, detail=str(exc)[:300])
             up.add_metric([], 0)
             yield up
             return

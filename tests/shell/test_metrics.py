@@ -142,7 +142,7 @@ def test_metrics_once_prints_the_configured_database(gate, fixture_policy, monke
     monkeypatch.setenv("CANARY_DATA_DIR", str(gate.settings.data_dir))
     result = CliRunner().invoke(app, ["metrics", "--once"])
     assert result.exit_code == 0, result.stderr
-    assert 'canary_decisions{decision="quarantine",policy="harmful"} 1.0' in result.stdout
+    assert 'canary_decisions{decision="quarantine",policy="harmful"} 1.0' in result.stdout, result.stderr
 
 
 def test_metrics_bad_settings_is_a_usage_error(monkeypatch):
