@@ -8,7 +8,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Index, String, UniqueConstraint, column, event, insert, text, update, values
+from sqlalchemy import (
+    ColumnElement,
+    Index,
+    String,
+    UniqueConstraint,
+    column,
+    event,
+    exists,
+    insert,
+    text,
+    update,
+    values,
+)
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
@@ -89,6 +101,20 @@ class AuditEvent(SQLModel, table=True):
     event: str = Field(max_length=32)
     actor: str = Field(max_length=128)
     detail: str = ""
+
+
+REVIEWED = "reviewed:"  # audit event prefix of a person's decision (worker.review)
+
+
+def not_reviewed() -> ColumnElement[bool]:
+    """True for a gate no person has decided yet (no ``reviewed:*`` audit event).
+
+    A correlated ``NOT EXISTS``: one lookup in the audit table's ``gate_id`` index per gate,
+    not a scan of the whole (append-only, ever-growing) audit table.
+    """
+    return ~exists().where(
+        col(AuditEvent.gate_id) == col(Gate.id), col(AuditEvent.event).startswith(REVIEWED)
+    )
 
 
 def make_engine(url: str) -> Engine:

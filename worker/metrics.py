@@ -65,8 +65,7 @@ class GateCollector:
         """One snapshot of the gate table (a handful of aggregate queries)."""
         from sqlalchemy import func, select
 
-        from worker.db import Gate
-        from worker.review import not_reviewed
+        from worker.db import Gate, not_reviewed
 
         if not self._schema_ready:  # like every component: a fresh database gets its (empty) tables
             Gate.metadata.create_all(self.engine)

@@ -21,33 +21,20 @@ import json
 import re
 from typing import Any, Literal, cast
 
-from sqlalchemy import ColumnElement, exists
 from sqlalchemy.engine import CursorResult
 from sqlmodel import Session, col, select, update
 
-from worker.db import AuditEvent, Gate, Submission, utcnow
+from worker.db import REVIEWED, Gate, Submission, not_reviewed, utcnow
 from worker.gate import publish_allowed
 from worker.runtime import Runtime
 from worker.storage import sha256_hex
 
 HumanDecision = Literal["allow", "quarantine"]
 ReviewQueue = Literal["review", "quarantine"]
-REVIEWED = "reviewed:"  # audit event prefix of a person's decision
 
 
 class ReviewError(Exception):
     """The gate is unknown or not waiting for review."""
-
-
-def not_reviewed() -> ColumnElement[bool]:
-    """True for a gate no person has decided yet (no ``reviewed:*`` audit event).
-
-    A correlated ``NOT EXISTS``: one lookup in the audit table's ``gate_id`` index per gate,
-    not a scan of the whole (append-only, ever-growing) audit table.
-    """
-    return ~exists().where(
-        col(AuditEvent.gate_id) == col(Gate.id), col(AuditEvent.event).startswith(REVIEWED)
-    )
 
 
 def waiting(rt: Runtime, limit: int = 100, queue: ReviewQueue = "review") -> list[Gate]:
