@@ -21,12 +21,22 @@ import binascii
 import codecs
 import html
 import re
+from collections.abc import Callable, Iterable
 from urllib.parse import unquote_to_bytes
 
 import numpy as np
 import numpy.typing as npt
 
-from worker.core.normalize import Compose, Layer, PieceBuilder, Reverse, byte_mask, clusters, normalize
+from worker.core.normalize import (
+    Compose,
+    Layer,
+    PieceBuilder,
+    Pieces,
+    Reverse,
+    byte_mask,
+    clusters,
+    normalize,
+)
 
 __all__ = ["decode_layers", "json_text"]
 
@@ -138,6 +148,31 @@ def _decode_once(parent: Layer) -> list[Layer]:
     return children
 
 
+def _rewrite(
+    data: bytes,
+    marks: Iterable[re.Match[bytes]],
+    between: Callable[[bytes], bytes],
+    at: Callable[[re.Match[bytes]], bytes],
+) -> tuple[bytes, Pieces]:
+    """``data`` with each match in ``marks`` replaced by ``at(match)`` and the text between matches
+    by ``between(text)``. Every piece maps to its own span of ``data``; one of unchanged length maps
+    byte for byte."""
+    builder = PieceBuilder()
+
+    def keep(start: int, stop: int) -> None:
+        run = data[start:stop]
+        out = between(run)
+        builder.add(out, start, stop, len(out) == len(run))
+
+    position = 0
+    for mark in marks:
+        keep(position, mark.start())
+        builder.add(at(mark), mark.start(), mark.end(), False)
+        position = mark.end()
+    keep(position, len(data))
+    return builder.build()
+
+
 def _html_text(parent: Layer) -> Layer | None:
     """The text of an HTML document: tags dropped (a space for a block tag, nothing for an inline
     one), character references decoded; each text run maps to its own span of the original."""
@@ -145,29 +180,22 @@ def _html_text(parent: Layer) -> Layer | None:
     # Cheap gates first (one-byte searches are memchr-fast; each longer one costs ~1 ms per MB):
     # closing tags or a comment where there is a "<", numeric references where "&" is frequent.
     lt = b"<" in data
+    ampersands = data.count(b"&")
     markup = lt and (data.count(b"</") >= 2 or b"<!--" in data)
-    references = data.count(b"&") >= _SPELLED_LETTERS and b"&#" in data
+    references = ampersands >= _SPELLED_LETTERS and b"&#" in data
     if not (markup or references):
         return None
     tags = list(_HTML_TAG.finditer(data)) if lt else []
-    if len(tags) + data.count(b"&") < _HTML_MIN_MARKUP:
+    if len(tags) + ampersands < _HTML_MIN_MARKUP:
         return None
-    builder = PieceBuilder()
-    position = 0
-    for tag in [*tags, None]:
-        start = len(data) if tag is None else tag.start()
-        if start > position:
-            run = data[position:start]
-            text = (
-                html.unescape(run.decode("utf-8", errors="replace")).encode("utf-8") if b"&" in run else run
-            )
-            builder.add(text, position, start, text == run)
-        if tag is None:
-            break
-        if (tag.group(1) or b"").lower() not in _INLINE_TAGS:
-            builder.add(b" ", tag.start(), tag.end(), False)
-        position = tag.end()
-    text, pieces = builder.build()
+    text, pieces = _rewrite(
+        data,
+        tags,
+        lambda run: (
+            html.unescape(run.decode("utf-8", errors="replace")).encode("utf-8") if b"&" in run else run
+        ),
+        lambda tag: b"" if (tag.group(1) or b"").lower() in _INLINE_TAGS else b" ",
+    )
     if text == data:
         return None
     # Markup is a transport ("html-text", judged as plain text); letters spelled as "&#105;" hide
@@ -188,23 +216,18 @@ def json_text(parent: Layer) -> Layer | None:
     escapes = list(_JSON_ESCAPE.finditer(data))
     if len(escapes) < 2:
         return None
-    builder = PieceBuilder()
-    position = 0
-    for m in escapes:  # string delimiters become spaces (same length): the strings are read, not quoted
-        builder.add(data[position : m.start()].replace(b'"', b" "), position, m.start(), True)
-        if m.group(1):
-            code = int(m.group(1), 16)
-            out = b" " if 0xD800 <= code <= 0xDFFF else chr(code).encode("utf-8")  # lone surrogate halves
-        else:
-            out = _JSON_SIMPLE[m.group(2)]
-        builder.add(out, m.start(), m.end(), False)
-        position = m.end()
-    builder.add(data[position:].replace(b'"', b" "), position, len(data), True)
-    text, pieces = builder.build()
+    text, pieces = _rewrite(data, escapes, lambda run: run.replace(b'"', b" "), _json_unescape)
     read = normalize(text)
     return Layer(
         "json-text", read.data, Compose(read.offsets, Compose(pieces, parent.offsets)), parent.depth + 1
     )
+
+
+def _json_unescape(escape: re.Match[bytes]) -> bytes:
+    if escape.group(1):
+        code = int(escape.group(1), 16)
+        return b" " if 0xD800 <= code <= 0xDFFF else chr(code).encode("utf-8")  # lone surrogate halves
+    return _JSON_SIMPLE[escape.group(2)]
 
 
 def _is_letter(reference: re.Match[bytes]) -> bool:
