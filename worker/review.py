@@ -18,16 +18,15 @@ allows it.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Literal, cast
 
 from sqlalchemy.engine import CursorResult
 from sqlmodel import Session, col, select, update
 
+from worker.core.normalize import INVISIBLE
 from worker.db import REVIEWED, Gate, Submission, not_reviewed, utcnow
-from worker.gate import publish_allowed
+from worker.gate import ArtifactCorrupt, load_artifact, publish_allowed
 from worker.runtime import Runtime
-from worker.storage import sha256_hex
 
 HumanDecision = Literal["allow", "quarantine"]
 ReviewQueue = Literal["review", "quarantine"]
@@ -114,19 +113,28 @@ def reopen_submissions(session: Session, sha256: str) -> list[tuple[str, list[st
     return ready
 
 
-# Characters a terminal would act on or a reader would not see: C0/C1 controls (escape sequences),
-# bidi controls, zero-width and invisible characters, Unicode tags. Shown as \uXXXX, never emitted.
-_INVISIBLE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f]"
+# What a terminal would act on or a reader would not see: C0/C1 controls (escape sequences), and
+# every code point normalization treats as invisible (zero-width, bidi, variation selectors, tags),
+# plus the rest of the invisible-operator block and the interlinear annotation marks.
+_SHOWN = (
+    frozenset(
+        [
+            *range(0x00, 0x09),
+            *range(0x0B, 0x20),
+            *range(0x7F, 0xA0),
+            *range(0x2060, 0x2070),
+            *range(0xFFF9, 0xFFFC),
+        ]
+    )
+    | INVISIBLE
 )
+_WRITTEN_OUT = {cp: f"\\u{cp:04x}" for cp in _SHOWN}
 
 
 def visible(data: bytes) -> str:
     """``data`` as text a reviewer can read safely: UTF-8 (invalid bytes as U+FFFD), every control,
     bidi, zero-width or tag character written out as ``\\uXXXX`` (newlines and tabs kept)."""
-    text = data.decode("utf-8", errors="replace")
-    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return data.decode("utf-8", errors="replace").translate(_WRITTEN_OUT)
 
 
 def artifact(rt: Runtime, gate_id: str) -> tuple[Gate, bytes]:
@@ -134,7 +142,7 @@ def artifact(rt: Runtime, gate_id: str) -> tuple[Gate, bytes]:
     gate = rt.repo.get(gate_id)
     if gate is None:
         raise ReviewError(f"gate {gate_id} is unknown")
-    data = rt.reader.get(gate.object_key)
-    if sha256_hex(data) != gate.sha256:
-        raise ReviewError(f"gate {gate_id}: the stored bytes do not match their sha256")
-    return gate, data
+    try:
+        return gate, load_artifact(rt, gate).data
+    except ArtifactCorrupt as exc:
+        raise ReviewError(f"gate {gate_id}: {exc}") from exc

@@ -26,7 +26,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Compose", "Gather", "Layer", "Normalized", "OffsetMap", "PieceBuilder", "Pieces", "Reverse"]
+__all__ = ["INVISIBLE", "Compose", "Gather", "Layer", "Normalized", "OffsetMap", "PieceBuilder", "Pieces"]
+__all__ += ["Reverse"]
 __all__ += ["Shift", "byte_mask", "clusters", "collapse_whitespace", "fold_char", "near_rtl", "normalize"]
 
 Ints = npt.NDArray[np.int64]
@@ -178,6 +179,7 @@ _BIDI = frozenset([0x200E, 0x200F, 0x061C, *range(0x202A, 0x202F), *range(0x2066
 _TAGS = range(0xE0000, 0xE0080)
 _VARIATION = frozenset([*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
 _REMOVABLE = _ZERO_WIDTH | _BIDI | _VARIATION | {0x00AD}  # soft hyphen: stripped, not a signal
+INVISIBLE: frozenset[int] = _REMOVABLE | frozenset(_TAGS)  # every code point normalization treats as unseen
 _RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
 _LOOKALIKES = "аеорсухіјѕԁһӏԛԝүɡɑıɩοαρνικτυχεօսАВЕКМНОРСТХЅІЈҮԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
 _CONFUSABLES = dict(
