@@ -49,8 +49,8 @@ class _Members:
     def __init__(self, kind: str, path: str) -> None:
         self.kind, self.path = kind, path
         self.box: mailbox.Mailbox[mailbox.Message] | None = None
-        self.offsets: dict[str, int] = {}
-        self._keys: dict[str, str] | None = None
+        self.offsets: dict[str, int] = {}  # JSON lines: line number -> byte offset
+        self.keys: dict[str, str] = {}  # mailboxes: key as text -> mailbox key (mbox keys are ints)
         try:
             if kind == "mbox":
                 if not Path(path).is_file():
@@ -62,6 +62,9 @@ class _Members:
                 if not Path(path, "cur").is_dir() and not Path(path, "new").is_dir():
                     raise InputError(f"not a Maildir (no cur/ or new/): {path}")
                 self.box = mailbox.Maildir(path, factory=None, create=False)
+            if self.box is not None:
+                keys = [(str(k), k) for k in self.box.iterkeys()]
+                self.keys = dict(keys if kind == "mbox" else sorted(keys))
             else:
                 with open(path, "rb") as fh:
                     offset = 0
@@ -74,16 +77,11 @@ class _Members:
 
     def names(self) -> list[str]:
         """The members' keys, in file order (mbox, JSON lines) or sorted (Maildir file names)."""
-        if self.box is None:
-            return list(self.offsets)
-        keys = [str(k) for k in self.box.iterkeys()]
-        return keys if self.kind == "mbox" else sorted(keys)
+        return list(self.keys if self.box is not None else self.offsets)
 
     def get(self, name: str) -> bytes:
         if self.box is not None:
-            keys = {str(k): k for k in self.box.iterkeys()} if self._keys is None else self._keys
-            self._keys = keys  # mbox keys are ints, Maildir keys file names: map back from text once
-            return self.box.get_bytes(keys[name])
+            return self.box.get_bytes(self.keys[name])
         with open(self.path, "rb") as fh:
             fh.seek(self.offsets[name])
             return fh.readline().rstrip(b"\r\n")
@@ -215,11 +213,11 @@ def read_inputs(
                 return
             name, fetching = ahead.popleft()
             if fetching is None:
-                container = _container(name.rpartition("#")[0]) if "#" in name else None
+                where, _, key = name.rpartition("#")
+                container = _container(where) if where else None
                 if container is not None:
                     if members is None or (members.kind, members.path) != container:
                         members = _Members(*container)
-                    key = name.rpartition("#")[2]
                     yield f"{members.path}#{key}", members.get(key)
                     continue
                 yield ("<stdin>", sys.stdin.buffer.read()) if name == "-" else (name, Path(name).read_bytes())
