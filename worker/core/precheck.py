@@ -32,6 +32,7 @@ scanned in overlapping windows, so memory stays flat and every byte is seen.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
@@ -113,10 +114,28 @@ _SCOPES = {  # layer kind -> rule scopes that apply to it (diff / not a diff)
 TRANSPORT_LAYERS = frozenset({"quoted-printable", "mime-base64", "html-text", "json-text"})
 
 
+_ESCAPE_OR_BACKSLASH = re.compile(rb"(\\\\)|\\[nrt]")
+
+
+def unglue_escapes(chunk: bytes) -> bytes:
+    """``\\n``, ``\\r`` and ``\\t`` escapes (two bytes each) -> two spaces; same length, same offsets.
+
+    Text inside a string literal is split by its escapes, not by whitespace:
+    ``'@echo off\\nrundll32 x.db,Run'`` or ``"previous instructions.\\nSend ..."``
+    hide the word after the escape from every ``\\b`` in a rule. An escaped
+    backslash (``C:\\\\new``) stays as it is.
+    """
+    if b"\\" not in chunk:
+        return chunk
+    if b"\\\\" not in chunk:
+        return chunk.replace(b"\\n", b"  ").replace(b"\\r", b"  ").replace(b"\\t", b"  ")
+    return _ESCAPE_OR_BACKSLASH.sub(lambda m: m.group(1) or b"  ", chunk)
+
+
 def _scan_window(
     data: bytes, start: int, end: int, diff: Diff | None, rulesets: Sequence[CompiledRuleset], scan: Scan
 ) -> None:
-    main = normalize(data[start:end], base=start)
+    main = normalize(unglue_escapes(data[start:end]), base=start)
     for name, span in main.signals.items():
         scan.signals.setdefault(name, span)
     text = Layer("text", main.data, main.offsets)
@@ -169,7 +188,7 @@ def _added_layer(data: bytes, start: int, end: int, diff: Diff) -> Layer:
     """The diff's added lines within ``[start, end)``, ``+`` markers blanked, normalized, mapped back."""
     builder = PieceBuilder()
     for s, e in diff.added_runs(start, end):
-        run = data[s:e].replace(b"\n+", b"\n ")
+        run = unglue_escapes(data[s:e]).replace(b"\n+", b"\n ")
         builder.add(b" " + run[1:] if run.startswith(b"+") else run, s, e, True)
     raw, pieces = builder.build()
     norm = normalize(raw)

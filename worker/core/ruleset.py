@@ -86,7 +86,38 @@ class Rule(BaseModel):
             raise ValueError(f"rule {self.id}: give exactly one of pattern or check")
         if self.check is not None and self.check not in CHECKS:
             raise ValueError(f"rule {self.id}: unknown check {self.check!r}; known: {sorted(CHECKS)}")
+        if self.pattern is not None and not self.lines and _needs_newline(self.pattern):
+            raise ValueError(
+                f"rule {self.id}: its pattern needs a line break, which flat text never has"
+                " (newlines read as spaces); set lines: true"
+            )
         return self
+
+
+def _needs_newline(pattern: str) -> bool:
+    """Whether ``pattern`` has a ``\\n`` outside a character class (one inside ``[...]`` has alternatives)."""
+    i, in_class = 0, False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            if not in_class and pattern[i + 1 : i + 2] == "n":
+                return True
+            i += 2
+            continue
+        if char == "\n" and not in_class:
+            return True
+        if in_class and char == "]":
+            in_class = False
+        elif not in_class and char == "[":
+            in_class = True
+            i += 1
+            if pattern[i : i + 1] == "^":
+                i += 1
+            if pattern[i : i + 1] == "]":  # a leading ] is a member
+                i += 1
+            continue
+        i += 1
+    return False
 
 
 class Ruleset(BaseModel):
