@@ -66,7 +66,11 @@ def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, not
     }
     body = json.dumps(report, sort_keys=True)
     if decision == "quarantine" and was == "review":
-        rt.quarantine.put(f"{gate.id}/artifact", rt.reader.get(gate.object_key), encrypt=True)
+        try:
+            artifact = load_artifact(rt, gate)
+        except ArtifactCorrupt as exc:  # the store changed under the gate: an incident, not a decision
+            raise ReviewError(f"gate {gate_id}: {exc}; nothing was moved") from exc
+        rt.quarantine.put(f"{gate.id}/artifact", artifact.data, encrypt=True)
     if decision == "quarantine" or was == "quarantine":
         rt.quarantine.put(
             f"{gate.id}/report.json", body.encode(), encrypt=True, content_type="application/json"

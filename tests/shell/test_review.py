@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from worker.embedded import EmbeddedGate
 from worker.review import ReviewError, resolve, waiting
 
 
@@ -27,6 +28,18 @@ def test_reviewer_quarantine_moves_bytes_to_quarantine(gate, fixture_policy):
     resolve(gate.rt, g.id, "quarantine", "bob")
     assert gate.rt.quarantine.get(f"{g.id}/artifact") == b"suspicious"
     assert list((gate.settings.data_dir / "allowed").glob("*.json")) == []
+
+
+def test_bytes_changed_in_the_store_are_never_quarantined_as_the_artifact(gate, fixture_policy):
+    """The quarantine keeps what was classified: bytes that no longer match their sha256 are refused,
+    and the gate stays in review (visible) instead of filing someone else's bytes under its id."""
+    g = gate.submit(b"suspicious", [fixture_policy("malformed")]).gates[0]
+    (gate.settings.data_dir / "objects" / g.object_key).write_bytes(b"swapped")
+    reviewer = EmbeddedGate(gate.settings).rt  # `canary review decide` runs in a process of its own
+    with pytest.raises(ReviewError, match="sha256"):
+        resolve(reviewer, g.id, "quarantine", "bob")
+    assert reviewer.repo.get(g.id).status == "review"
+    assert not reviewer.quarantine.exists(f"{g.id}/artifact")
 
 
 def test_an_automatic_allow_is_never_reopened(gate, fixture_policy):
