@@ -500,16 +500,25 @@ def test_an_ordinary_quoted_printable_mail_raises_nothing():
     assert (result.verdict, result.evidence, result.signals) == ("harmless", (), ())
 
 
+def test_upper_case_tokens_and_base32_secrets_are_not_decoded_text():
+    """Upper-case constants and a base32 TOTP secret (random bytes) decode to nothing worth a layer."""
+    data = b"MAX_RETRIES = 3\nDEFAULT_REGION = EUWEST2\ntotp_secret = JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP\n"
+    result = run_precheck(data, POLICY)
+    assert (result.verdict, result.evidence) == ("harmless", ())
+    assert "decoded-base32" not in result.signals
+
+
 @pytest.mark.parametrize(
     ("layer", "encoded"),
     [
         ("base64", base64.b64encode(PHRASE.encode())),
+        ("base32", base64.b32encode(PHRASE.encode())),
         ("rot13", codecs.encode(PHRASE, "rot13").encode()),
         ("reversed", PHRASE[::-1].encode()),
     ],
 )
 def test_encoded_override_is_found_in_a_decoded_layer(layer, encoded):
-    """A base64-, ROT13- or reversed-encoded override is found in that layer, spanning the encoded text."""
+    """A base64-, base32-, ROT13- or reversed-encoded override is found in that layer, spanning the encoded text."""
     data = b"Customer note: " + encoded + b"\nThanks!"
     result = run_precheck(data, POLICY)
     assert result.verdict == "harmful"

@@ -1,4 +1,4 @@
-"""Decoded layers: what hides in base64, hex, URL-encoding, escapes, quoted-printable, ROT13 or reversed text.
+"""Decoded layers: what hides in base64, base32, hex, URL-encoding, escapes, quoted-printable, ROT13 or reversed text.
 
 :func:`decode_layers` takes a normalized layer and returns every layer reachable
 in at most ``max_depth`` decoding steps (base64 inside base64, ROT13 of a
@@ -46,6 +46,7 @@ _ROT13 = bytes.maketrans(
     b"NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
 )
 _HEX_RUN = re.compile(rb"[0-9a-fA-F]+")
+_BASE32_RUN = re.compile(rb"[A-Z2-7]+")
 _PRINTABLE = bytes(range(32, 127)) + b"\t\n\r" + bytes(range(128, 256))
 _LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _HASH_PREFIXES = (
@@ -277,7 +278,8 @@ def _encoded_runs(data: bytes) -> list[Payload]:
 
 
 def _alphabet_runs(data: bytes, arr: npt.NDArray[np.uint8], min_len: int = 20) -> list[Payload]:
-    """Runs of the base64 alphabet: all-hex runs decode as hex, the rest as base64."""
+    """Runs of the base64 alphabet: all-hex runs decode as hex, upper-case base32 runs that decode to
+    text as base32, the rest as base64."""
     if len(data) < min_len:
         return []
     starts, ends = _long_runs(_in_base64_alphabet(arr), min_len)
@@ -295,9 +297,13 @@ def _alphabet_runs(data: bytes, arr: npt.NDArray[np.uint8], min_len: int = 20) -
             if len(run) >= 32:
                 found.append(("hex", start, end, bytes.fromhex(run[: len(run) // 2 * 2].decode())))
             continue
-        while end < len(data) and data[end] == 61 and end - start < len(run) + 2:  # '=' padding
-            end += 1
-        found.append(("base64", start, end, _b64(run)))
+        padded = end
+        while padded < len(data) and data[padded] == 61 and padded - start < len(run) + 6:  # '=' padding
+            padded += 1
+        if _BASE32_RUN.fullmatch(run) and (text := _b32(run)):  # upper-case letters and 2-7 only
+            found.append(("base32", start, padded, text))
+            continue
+        found.append(("base64", start, min(padded, end + 2), _b64(run)))
     return found
 
 
@@ -368,6 +374,15 @@ def _hash_runs(
         )
         genuine[candidates[_CONTROL_BYTE[rows.reshape(len(candidates), -1)].any(axis=1)]] = True
     return genuine
+
+
+def _b32(run: bytes) -> bytes:
+    """Base32 text (RFC 4648), or b"" when ``run`` is not a whole number of 8-character groups of text."""
+    try:
+        decoded = base64.b32decode(run + b"=" * (-len(run) % 8))
+    except (binascii.Error, ValueError):
+        return b""
+    return decoded if _textual(decoded) else b""
 
 
 def _b64(run: bytes) -> bytes:
