@@ -135,13 +135,14 @@ def unglue_escapes(chunk: bytes) -> bytes:
 def _scan_window(
     data: bytes, start: int, end: int, diff: Diff | None, rulesets: Sequence[CompiledRuleset], scan: Scan
 ) -> None:
-    main = normalize(unglue_escapes(data[start:end]), base=start)
+    window = unglue_escapes(data[start:end])  # once: the text and the added lines read the same bytes
+    main = normalize(window, base=start)
     for name, span in main.signals.items():
         scan.signals.setdefault(name, span)
     text = Layer("text", main.data, main.offsets)
     layers = [(text, "text")]
     if diff is not None:
-        layers.append((_added_layer(data, start, end, diff), "added"))
+        layers.append((_added_layer(window, start, end, diff), "added"))
     if data[:64].lstrip()[:1] in (b"{", b"[") and (strings := json_text(text)) is not None:
         layers.append((strings, "transport"))  # a JSON artifact: its strings as they read
     for layer in decode_layers(text) + [d for h in main.hidden for d in (h, *decode_layers(h))]:
@@ -184,11 +185,12 @@ def _in_files(globs: tuple[str, ...], diff: Diff, offset: int) -> bool:
     )
 
 
-def _added_layer(data: bytes, start: int, end: int, diff: Diff) -> Layer:
-    """The diff's added lines within ``[start, end)``, ``+`` markers blanked, normalized, mapped back."""
+def _added_layer(window: bytes, start: int, end: int, diff: Diff) -> Layer:
+    """The diff's added lines within ``[start, end)`` (``window`` holds those bytes of the artifact,
+    escapes unglued), ``+`` markers blanked, normalized, mapped back."""
     builder = PieceBuilder()
     for s, e in diff.added_runs(start, end):
-        run = unglue_escapes(data[s:e]).replace(b"\n+", b"\n ")
+        run = window[s - start : e - start].replace(b"\n+", b"\n ")
         builder.add(b" " + run[1:] if run.startswith(b"+") else run, s, e, True)
     raw, pieces = builder.build()
     norm = normalize(raw)
