@@ -297,13 +297,12 @@ def _alphabet_runs(data: bytes, arr: npt.NDArray[np.uint8], min_len: int = 20) -
             if len(run) >= 32:
                 found.append(("hex", start, end, bytes.fromhex(run[: len(run) // 2 * 2].decode())))
             continue
-        padded = end
-        while padded < len(data) and data[padded] == 61 and padded - start < len(run) + 6:  # '=' padding
-            padded += 1
+        tail = data[end : end + 6]
+        padding = len(tail) - len(tail.lstrip(b"="))  # up to 6 '=' for base32, 2 for base64
         if _BASE32_RUN.fullmatch(run) and (text := _b32(run)):  # upper-case letters and 2-7 only
-            found.append(("base32", start, padded, text))
+            found.append(("base32", start, end + padding, text))
             continue
-        found.append(("base64", start, min(padded, end + 2), _b64(run)))
+        found.append(("base64", start, end + min(padding, 2), _b64(run)))
     return found
 
 
