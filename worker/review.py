@@ -65,12 +65,8 @@ def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, not
         "at": utcnow().isoformat(),
     }
     body = json.dumps(report, sort_keys=True)
-    if decision == "quarantine" and was == "review":
-        try:
-            artifact = load_artifact(rt, gate)
-        except ArtifactCorrupt as exc:  # the store changed under the gate: an incident, not a decision
-            raise ReviewError(f"gate {gate_id}: {exc}; nothing was moved") from exc
-        rt.quarantine.put(f"{gate.id}/artifact", artifact.data, encrypt=True)
+    if decision == "quarantine" and was == "review":  # bytes changed in the store: nothing is moved
+        rt.quarantine.put(f"{gate.id}/artifact", _checked_bytes(rt, gate), encrypt=True)
     if decision == "quarantine" or was == "quarantine":
         rt.quarantine.put(
             f"{gate.id}/report.json", body.encode(), encrypt=True, content_type="application/json"
@@ -146,7 +142,12 @@ def artifact(rt: Runtime, gate_id: str) -> tuple[Gate, bytes]:
     gate = rt.repo.get(gate_id)
     if gate is None:
         raise ReviewError(f"gate {gate_id} is unknown")
+    return gate, _checked_bytes(rt, gate)
+
+
+def _checked_bytes(rt: Runtime, gate: Gate) -> bytes:
+    """The gate's artifact bytes; a ReviewError when the store no longer holds what was classified."""
     try:
-        return gate, load_artifact(rt, gate).data
+        return load_artifact(rt, gate).data
     except ArtifactCorrupt as exc:
-        raise ReviewError(f"gate {gate_id}: {exc}") from exc
+        raise ReviewError(f"gate {gate.id}: {exc}") from exc
