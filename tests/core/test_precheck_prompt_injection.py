@@ -598,10 +598,29 @@ HIDDEN_IN_HTML = (
     ],
 )
 def test_the_python_fallback_agrees_with_hyperscan(text):
-    """Without Hyperscan, the combined-regex engine finds the same rules."""
+    """Without Hyperscan, the combined-regex engine finds the same rules at the same byte spans
+    (benign texts included: both find nothing there)."""
     fast = scan_rules(text, [load_ruleset("prompt-injection")])
     slow = scan_rules(text, [load_ruleset("prompt-injection", "re")])
-    assert set(fast.evidence) == set(slow.evidence)
+    assert fast.evidence == slow.evidence
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected"),
+    [
+        ({"pattern": r"important message!*"}, (10, 30)),  # Hyperscan's first end: 27
+        ({"pattern": r"message!+", "unless": r"^message!{3}"}, (35, 44)),  # the veto reads the whole match
+        ({"pattern": r"[a-z]+ message", "min_entropy": 2.5}, (10, 27)),
+    ],
+)
+def test_both_engines_report_the_whole_match(rule, expected):
+    """Hyperscan stops at a match's first possible end; the evidence is the match Python's re reads
+    (greedy, leftmost), on either engine, so spans and post-filters do not depend on the engine."""
+    spec = Ruleset(id="t", version="1", rules=(Rule(id="pi.t", description="d", weight=1, **rule),))
+    text = b"notice: a important message!!! and message!!"
+    for engine in ("hyperscan", "re"):
+        evidence = scan_rules(text, [compile_ruleset(spec, engine)]).evidence
+        assert (evidence["pi.t"].span.start, evidence["pi.t"].span.end) == expected, engine
 
 
 def test_shipped_ruleset_is_valid():

@@ -6,10 +6,11 @@ compiles every pattern ONCE per process into two matchers, one for flat text
 and one for ``lines`` rules: a single Hyperscan database each when Hyperscan is
 importable, else one combined Python regex (same answers, slower).
 
-Hyperscan reports where a match ends; the start comes from the rule's Python
-regex searched backwards over at most :data:`MAX_MATCH` bytes. Rules with a
-post-filter (``min_entropy``, ``unquoted``, ``unless``) see every candidate
-match, the others only their first.
+Hyperscan says which rules match and where each first match ends; the rule's
+Python regex then reads the match from :data:`MAX_MATCH` bytes before that end,
+so both engines report the same spans. Rules with a post-filter (``min_entropy``,
+``unquoted``, ``unless``) try their first matches in order until one passes, the
+others take their first.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 from typing import Any, Literal
 
 import yaml
@@ -160,7 +162,7 @@ class Matcher:
         flags = [
             hyperscan.HS_FLAG_MULTILINE
             | (0 if r.case_sensitive else hyperscan.HS_FLAG_CASELESS)
-            | (0 if r.filtered else hyperscan.HS_FLAG_SINGLEMATCH)
+            | hyperscan.HS_FLAG_SINGLEMATCH
             for r in self.rules
         ]
         patterns = [(r.pattern or "").encode() for r in self.rules]
@@ -193,34 +195,20 @@ class Matcher:
         if self._db is None:
             yield from self._scan_re(data, context, wanted)
             return
-        ends: dict[int, list[int]] = {}
+        first_end: dict[int, int] = {}
 
         def collect(rule_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
-            found = ends.setdefault(rule_id, [])
-            if len(found) < _CANDIDATES:
-                found.append(to)
+            first_end.setdefault(rule_id, to)
 
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = hyperscan.Scratch(self._db)
         self._db.scan(data, match_event_handler=collect, scratch=scratch)
-        for index, found in ends.items():
-            rule, regex, floor = self.rules[index], self.regexes[index], 0
-            if wanted is not None and not wanted(rule):
-                continue
-            for end in found:
-                match = (
-                    regex.search(data, max(floor, end - MAX_MATCH), end)
-                    or regex.search(data, floor, end)
-                    # Hyperscan reports every end, Python's re one (leftmost-first): place the match re sees
-                    or regex.search(data, max(floor, end - MAX_MATCH), end + MAX_MATCH)
-                )
-                if match is None:
-                    continue
-                floor = match.end()
-                if _passes(rule, context, match.start(), match.end()):
-                    yield rule, match.start(), match.end()
-                    break
+        for index, end in first_end.items():
+            if wanted is None or wanted(self.rules[index]):
+                # No match is longer than MAX_MATCH, so none starts before end - MAX_MATCH: from
+                # there re finds the same matches, in the same order, as from the start.
+                yield from self._first_passing(index, data, context, max(0, end - MAX_MATCH))
 
     def _scan_re(self, data: bytes, context: bytes, wanted: Callable[[Rule], bool] | None) -> Iterator[Hit]:
         """Fallback: one combined regex of the rules not hit yet, restarted after each hit.
@@ -240,10 +228,15 @@ class Matcher:
             plain, position = plain - {index}, match.start()
         for index, rule in enumerate(self.rules):
             if rule.filtered and keep(rule):
-                for _, match in zip(range(_CANDIDATES), self.regexes[index].finditer(data), strict=False):
-                    if _passes(rule, context, match.start(), match.end()):
-                        yield rule, match.start(), match.end()
-                        break
+                yield from self._first_passing(index, data, context, 0)
+
+    def _first_passing(self, index: int, data: bytes, context: bytes, start: int) -> Iterator[Hit]:
+        """The rule's first match from ``start`` that passes its post-filters (of its first few)."""
+        rule = self.rules[index]
+        for match in islice(self.regexes[index].finditer(data, start), _CANDIDATES if rule.filtered else 1):
+            if _passes(rule, context, match.start(), match.end()):
+                yield rule, match.start(), match.end()
+                return
 
     @lru_cache(maxsize=256)  # noqa: B019 - matchers live as long as their cached ruleset
     def _combined(self, indices: frozenset[int]) -> re.Pattern[bytes]:
