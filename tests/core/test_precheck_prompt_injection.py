@@ -637,6 +637,9 @@ def test_shipped_ruleset_is_valid():
         ({"check": "no-such-check"}, "unknown check"),
         ({"pattern": "a", "check": "homoglyphs"}, "exactly one"),
         ({"pattern": r"\[summary\]\nuser:"}, "set lines: true"),
+        ({"pattern": r"summary[\n]user:"}, "set lines: true"),
+        ({"pattern": r"summary[\r\n]+user:"}, "set lines: true"),
+        ({"pattern": r"summary\r?user:"}, "set lines: true"),
     ],
 )
 def test_bad_rules_are_refused(rule, message):
@@ -645,6 +648,16 @@ def test_bad_rules_are_refused(rule, message):
     with pytest.raises((ConfigError, ValueError), match=message):
         spec = Ruleset(id="t", version="1", rules=(Rule(id="pi.bad", description="d", weight=1, **rule),))
         compile_ruleset(spec, "hyperscan")
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"summary[\n ]user:", r"summary[^\n]user:", r"summary\\nuser:", r"a[]\n]b"]
+)
+def test_flat_rules_with_a_line_break_alternative_load(pattern):
+    """A class with another member than line breaks, a negated class or an escaped backslash before
+    an 'n' can match flat text: such rules load."""
+    spec = Ruleset(id="t", version="1", rules=(Rule(id="pi.t", description="d", weight=1, pattern=pattern),))
+    assert compile_ruleset(spec, "re").flat.rules[0].pattern == pattern
 
 
 def test_unknown_ruleset_is_a_config_error():

@@ -96,30 +96,42 @@ class Rule(BaseModel):
         return self
 
 
+_LINE_BREAKS = re.compile(r"\\[nr]|[\n\r]")
+
+
 def _needs_newline(pattern: str) -> bool:
-    """Whether ``pattern`` has a ``\\n`` outside a character class (one inside ``[...]`` has alternatives)."""
-    i, in_class = 0, False
+    """Whether ``pattern`` needs a line break: a ``\\n`` or ``\\r`` outside a character class, or a
+    class of line breaks only (``[\\r\\n]``); a class with other members has alternatives."""
+    i = 0
     while i < len(pattern):
         char = pattern[i]
         if char == "\\":
-            if not in_class and pattern[i + 1 : i + 2] == "n":
+            if pattern[i + 1 : i + 2] in ("n", "r"):
                 return True
             i += 2
-            continue
-        if char == "\n" and not in_class:
+        elif char in "\n\r":
             return True
-        if in_class and char == "]":
-            in_class = False
-        elif not in_class and char == "[":
-            in_class = True
+        elif char == "[":
+            end = _class_end(pattern, i)
+            members = pattern[i + 1 : end]
+            if members and not members.startswith("^") and not _LINE_BREAKS.sub("", members):
+                return True
+            i = end + 1
+        else:
             i += 1
-            if pattern[i : i + 1] == "^":
-                i += 1
-            if pattern[i : i + 1] == "]":  # a leading ] is a member
-                i += 1
-            continue
-        i += 1
     return False
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """The index of the ``]`` closing the character class opened at ``start``."""
+    i = start + 1
+    if pattern[i : i + 1] == "^":
+        i += 1
+    if pattern[i : i + 1] == "]":  # a leading ] is a member
+        i += 1
+    while i < len(pattern) and pattern[i] != "]":
+        i += 2 if pattern[i] == "\\" else 1
+    return i
 
 
 class Ruleset(BaseModel):
