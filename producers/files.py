@@ -87,6 +87,32 @@ class _Members:
             return fh.readline().rstrip(b"\r\n")
 
 
+_OPENED: dict[tuple[str, str], tuple[tuple[int, ...], _Members]] = {}
+_OPENED_MAX = 8
+
+
+def _stamp(kind: str, path: str) -> tuple[int, ...]:
+    """What changes when the container does: its file, or a Maildir's ``cur`` and ``new`` folders."""
+    parts = [Path(path, "cur"), Path(path, "new")] if kind == "maildir" else [Path(path)]
+    stats = [p.stat() for p in parts if p.exists()]
+    return tuple(n for st in stats for n in (st.st_ino, st.st_size, st.st_mtime_ns))
+
+
+def _members(kind: str, path: str) -> _Members:
+    """The container opened once while it is unchanged: :func:`expand_paths` lists its members and
+    :func:`read_inputs` reads them without parsing a large mailbox a second time."""
+    try:
+        stamp = _stamp(kind, path)
+    except OSError:
+        stamp = ()
+    cached = _OPENED.pop((kind, path), None)
+    members = cached[1] if cached is not None and cached[0] == stamp and stamp else _Members(kind, path)
+    _OPENED[(kind, path)] = (stamp, members)  # newest last
+    while len(_OPENED) > _OPENED_MAX:
+        del _OPENED[next(iter(_OPENED))]
+    return members
+
+
 def expand_paths(paths: Sequence[str]) -> list[str]:
     """Files as given, folders walked recursively (sorted, hidden entries skipped), ``-`` for stdin.
 
@@ -104,7 +130,7 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
         container = _container(raw)
         if container is not None:
             kind, where = container
-            out.extend(f"{kind}:{where}#{key}" for key in _Members(kind, where).names())
+            out.extend(f"{kind}:{where}#{key}" for key in _members(kind, where).names())
             continue
         if raw.startswith("@") and Path(raw[1:]).is_file():
             lines = Path(raw[1:]).read_text().splitlines()
@@ -217,7 +243,7 @@ def read_inputs(
                 container = _container(where) if where else None
                 if container is not None:
                     if members is None or (members.kind, members.path) != container:
-                        members = _Members(*container)
+                        members = _members(*container)
                     yield f"{members.path}#{key}", members.get(key)
                     continue
                 yield ("<stdin>", sys.stdin.buffer.read()) if name == "-" else (name, Path(name).read_bytes())

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from producers import files
 from producers.files import InputError, expand_paths, read_inputs
 from worker.cli import app
 
@@ -44,6 +45,31 @@ def test_an_mbox_becomes_one_input_per_message(mbox_path: Path) -> None:
     read = list(read_inputs(names))
     assert [source for source, _ in read] == [f"{mbox_path}#{i}" for i in range(3)]
     assert [b"Subject: message 1" in data for _, data in read] == [False, True, False]
+
+
+def test_a_mailbox_is_parsed_once_while_it_is_unchanged(mbox_path: Path, monkeypatch) -> None:
+    """Listing the messages and reading them share one table of contents (a big mbox is read once);
+    a mailbox that changed in between is read afresh, so no message is read from a stale offset."""
+    opened: list[str] = []
+    real = files._Members
+
+    def counting(kind: str, path: str) -> files._Members:
+        opened.append(path)
+        return real(kind, path)
+
+    monkeypatch.setattr(files, "_Members", counting)
+    names = expand_paths([f"mbox:{mbox_path}"])
+    assert len(list(read_inputs(names))) == 3
+    assert opened == [str(mbox_path)]
+
+    box = mailbox.mbox(str(mbox_path))
+    box.add(email("message 3", BENIGN[0]))
+    box.flush()
+    box.close()
+    names = expand_paths([f"mbox:{mbox_path}"])
+    read = list(read_inputs(names))
+    assert len(read) == 4 and b"Subject: message 3" in read[3][1]
+    assert opened == [str(mbox_path)] * 2
 
 
 def test_a_maildir_and_a_jsonl_export_expand_the_same_way(tmp_path: Path) -> None:
