@@ -14,7 +14,7 @@ import json
 import os
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,8 +23,7 @@ from worker.training.data import POLICIES, default_datasets_dir, load_corpus, ow
 from worker.training.mil import error_rates
 
 if TYPE_CHECKING:  # the trainers themselves are imported lazily, in the loop below
-    from worker.training.lexical import LexicalResult
-    from worker.training.semantic import SemanticResult
+    from worker.training.mil import MilFit
 
 DETECTORS = ("lexical", "semantic")
 # Policies whose model thresholds are re-chosen for the local 2-of-3 quorum (worker.training.ensemble)
@@ -64,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
         labels = np.asarray(train.labels)
         oof: dict[str, np.ndarray] = {}
         for detector in detectors:
-            result: LexicalResult | SemanticResult
+            result: MilFit[Any]
             if detector == "lexical":
                 from worker.training.lexical import train_lexical
 

@@ -11,16 +11,8 @@ from sklearn.linear_model import SGDClassifier
 
 from worker.detectors._ngrams import featurize
 from worker.detectors.lexical import ARTIFACT
-from worker.training.data import Corpus, own_mask
-from worker.training.mil import (
-    MALWARE_GROUP_POWER,
-    MilConfig,
-    artifact_weights,
-    choose_threshold,
-    cv_metrics,
-    fit_mil,
-    out_of_fold,
-)
+from worker.training.data import Corpus
+from worker.training.mil import MALWARE_GROUP_POWER, MilConfig, MilFit, cross_validate_and_fit, write_artifact
 from worker.training.windows import explode
 
 BITS = 20
@@ -81,34 +73,20 @@ def _classifier(recipe: LexicalRecipe) -> SGDClassifier:
     )
 
 
-@dataclass(frozen=True)
-class LexicalResult:
-    oof_scores: np.ndarray
-    threshold_logit: float
-
-
-def train_lexical(policy: str, train: Corpus, out_dir: Path, log: bool = True) -> LexicalResult:
+def train_lexical(policy: str, train: Corpus, out_dir: Path, log: bool = True) -> MilFit[SGDClassifier]:
     """Cross-validate on ``train`` by group, pick the threshold, fit on all of it, write the artifact."""
     recipe = RECIPES[policy]
-    labels = np.asarray(train.labels)
     matrix, owner = window_matrix(train.texts, recipe)
     if log:
         print(f"[lexical:{policy}] {matrix.shape[0]} windows, {matrix.nnz} non-zeros")
-    oof = out_of_fold(lambda: _classifier(recipe), matrix, owner, labels, train.groups, recipe.mil)
-    own = own_mask(train)  # borrowed code negatives train the model, not its threshold
-    threshold = choose_threshold(oof[own], labels[own])
-    weights = artifact_weights(train.groups, labels, recipe.mil.group_power)
-    model = fit_mil(lambda: _classifier(recipe), matrix, owner, labels, weights, recipe.mil)
-    target = out_dir / policy
-    target.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(
-        target / ARTIFACT,
-        weights=model.coef_.reshape(-1).astype(np.float16),
-        bias=np.float32(model.intercept_[0]),
+    fit = cross_validate_and_fit(lambda: _classifier(recipe), matrix, owner, train, recipe.mil)
+    write_artifact(
+        out_dir / policy / ARTIFACT,
+        fit,
+        recipe.window,
+        recipe.overlap,
+        weights=fit.model.coef_.reshape(-1).astype(np.float16),
+        bias=np.float32(fit.model.intercept_[0]),
         bits=np.int32(BITS),
-        window=np.int32(recipe.window),
-        overlap=np.int32(recipe.overlap),
-        threshold=np.float32(1.0 / (1.0 + np.exp(-threshold))),
-        **cv_metrics(oof[own], labels[own], threshold),
     )
-    return LexicalResult(oof_scores=oof, threshold_logit=threshold)
+    return fit

@@ -20,10 +20,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypedDict, TypeVar
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypedDict, TypeVar
 
 import numpy as np
 from sklearn.model_selection import GroupKFold
+
+from worker.training.data import Corpus, own_mask
 
 # Malicious-package groups are packages (mostly of one record) and GuardDog rules (up to ~70
 # fixtures each): weighting 1/size would drown the GuardDog families, 1/sqrt(size) does not.
@@ -146,3 +149,41 @@ def cv_metrics(scores: np.ndarray, labels: np.ndarray, threshold: float) -> CvMe
     fnr, fpr = error_rates(scores, labels, threshold)
     accuracy = float(np.mean((scores >= threshold) == (labels == 1)))
     return {"cv_fnr": np.float32(fnr), "cv_fpr": np.float32(fpr), "cv_accuracy": np.float32(accuracy)}
+
+
+@dataclass(frozen=True)
+class MilFit(Generic[ModelT]):
+    """A window model fitted on all of train, with its group-CV out-of-fold scores and threshold."""
+
+    model: ModelT
+    oof_scores: np.ndarray
+    threshold_logit: float
+    cv: CvMetrics
+
+
+def cross_validate_and_fit(
+    make_model: Callable[[], ModelT], x: Any, owner: np.ndarray, train: Corpus, config: MilConfig
+) -> MilFit[ModelT]:
+    """Group-CV on ``train``, the threshold on the policy's own artifacts (borrowed code negatives
+    train the model, not its threshold), then the model fitted on all of ``train``."""
+    labels = np.asarray(train.labels)
+    oof = out_of_fold(make_model, x, owner, labels, train.groups, config)
+    own = own_mask(train)
+    threshold = choose_threshold(oof[own], labels[own])
+    weights = artifact_weights(train.groups, labels, config.group_power)
+    model = fit_mil(make_model, x, owner, labels, weights, config)
+    return MilFit(model, oof, threshold, cv_metrics(oof[own], labels[own], threshold))
+
+
+def write_artifact(path: Path, fit: MilFit[Any], window: int, overlap: int, **arrays: Any) -> None:
+    """The run-time artifact: the model's ``arrays``, its window geometry, threshold (a
+    probability) and out-of-fold metrics."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(
+        path,
+        **arrays,
+        window=np.int32(window),
+        overlap=np.int32(overlap),
+        threshold=np.float32(1.0 / (1.0 + np.exp(-fit.threshold_logit))),
+        **fit.cv,
+    )

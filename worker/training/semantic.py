@@ -19,16 +19,8 @@ from sklearn.preprocessing import StandardScaler
 
 from worker.detectors._embedding import EMBEDDING_DIR, Head, StaticEmbedding
 from worker.detectors.semantic import ARTIFACT
-from worker.training.data import Corpus, own_mask
-from worker.training.mil import (
-    MALWARE_GROUP_POWER,
-    MilConfig,
-    artifact_weights,
-    choose_threshold,
-    cv_metrics,
-    fit_mil,
-    out_of_fold,
-)
+from worker.training.data import Corpus
+from worker.training.mil import MALWARE_GROUP_POWER, MilConfig, MilFit, cross_validate_and_fit, write_artifact
 from worker.training.windows import explode
 
 SEED = 0
@@ -111,34 +103,13 @@ def window_features(
     return np.concatenate(chunks), owner
 
 
-@dataclass(frozen=True)
-class SemanticResult:
-    oof_scores: np.ndarray
-    threshold_logit: float
-
-
-def train_semantic(policy: str, train: Corpus, out_dir: Path, log: bool = True) -> SemanticResult:
+def train_semantic(policy: str, train: Corpus, out_dir: Path, log: bool = True) -> MilFit[ScaledHead]:
     """Cross-validate on ``train`` by group, pick the threshold, fit on all of it, write the head."""
     recipe = RECIPES[policy]
     embedding = StaticEmbedding.load(out_dir / EMBEDDING_DIR)
-    labels = np.asarray(train.labels)
     features, owner = window_features(train.texts, embedding, recipe)
     if log:
         print(f"[semantic:{policy}] {features.shape[0]} windows of {features.shape[1]} features")
-    oof = out_of_fold(lambda: ScaledHead(recipe), features, owner, labels, train.groups, recipe.mil)
-    own = own_mask(train)  # borrowed code negatives train the model, not its threshold
-    threshold = choose_threshold(oof[own], labels[own])
-    weights = artifact_weights(train.groups, labels, recipe.mil.group_power)
-    model = fit_mil(lambda: ScaledHead(recipe), features, owner, labels, weights, recipe.mil)
-    assert isinstance(model, ScaledHead)
-    target = out_dir / policy
-    target.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(
-        target / ARTIFACT,
-        **model.arrays(),
-        window=np.int32(recipe.window),
-        overlap=np.int32(recipe.overlap),
-        threshold=np.float32(1.0 / (1.0 + np.exp(-threshold))),
-        **cv_metrics(oof[own], labels[own], threshold),
-    )
-    return SemanticResult(oof_scores=oof, threshold_logit=threshold)
+    fit = cross_validate_and_fit(lambda: ScaledHead(recipe), features, owner, train, recipe.mil)
+    write_artifact(out_dir / policy / ARTIFACT, fit, recipe.window, recipe.overlap, **fit.model.arrays())
+    return fit
