@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from policies.schema import HarmPolicy
 from worker.core.detector import Artifact, verdict_output
+from worker.core.mail import decoded_text_parts
 from worker.core.models import Answer, Coverage, Verdict
 from worker.core.segment import coverage_of, segment_spans
 
@@ -59,9 +60,16 @@ def scored_answer(
     window: int,
     overlap: int,
 ) -> Answer:
-    """Score every window of ``data``, take the max, and answer with full coverage."""
+    """Score every window of ``data``, take the max, and answer with full coverage.
+
+    An e-mail's base64 or quoted-printable text parts are also scored decoded (what its reader
+    sees), in windows of their own; the coverage stays that of the raw bytes, all of them.
+    """
     spans = window_spans(len(data), window, overlap)
-    scores = score_windows(window_texts(data, spans))
+    texts = window_texts(data, spans)
+    for part in decoded_text_parts(data):
+        texts += window_texts(part, window_spans(len(part), window, overlap))
+    scores = score_windows(texts)
     score = max(scores) if scores else 0.0
     verdict: Verdict = "harmful" if score >= threshold else "harmless"
     coverage: Coverage = coverage_of(spans, len(data), window, overlap)
