@@ -14,7 +14,7 @@ must be exactly ``{"verdict": "harmful"|"harmless"}``:
   retries are spent, raise ``BackendError`` (kind ``unavailable``).
 
 Everything is scanned: a long artifact is cut into overlapping windows, one
-call each. The verdict is harmful if any window is harmful; any failed window
+call each (an e-mail's base64 or quoted-printable text parts are sent decoded too). The verdict is harmful if any window is harmful; any failed window
 fails the whole vote; coverage counts only windows actually answered, and
 tokens and cost are summed.
 """
@@ -37,6 +37,7 @@ from worker.core.fence import (
     new_canary_sentence,
     new_nonce,
 )
+from worker.core.mail import decoded_text_parts
 from worker.core.models import Answer
 from worker.core.segment import coverage_of, segment_spans
 from worker.detectors.llm_api import APIS, ChatClient, Completion
@@ -56,10 +57,19 @@ def _snap(data: bytes, start: int, end: int) -> Span:
     return start, end
 
 
-def artifact_windows(data: bytes, window: int, overlap: int) -> list[tuple[Span, str]]:
-    """Overlapping byte windows covering all of ``data``, each with its decoded text."""
+def _byte_windows(data: bytes, window: int, overlap: int) -> list[tuple[Span, str]]:
     spans = [_snap(data, start, end) for start, end in segment_spans(len(data), window, overlap)]
     return [((s, e), data[s:e].decode("utf-8", errors="replace")) for s, e in spans]
+
+
+def artifact_windows(data: bytes, window: int, overlap: int) -> list[tuple[Span | None, str]]:
+    """Overlapping byte windows covering all of ``data``, each with its decoded text; then, for an
+    e-mail, windows of its base64 or quoted-printable text parts decoded (span ``None``: what the
+    reader sees of bytes already covered, so they add to tokens and cost, not to coverage)."""
+    windows: list[tuple[Span | None, str]] = list(_byte_windows(data, window, overlap))
+    for part in decoded_text_parts(data):
+        windows += [(None, text) for _, text in _byte_windows(part, window, overlap)]
+    return windows
 
 
 class WindowTally:
@@ -72,8 +82,9 @@ class WindowTally:
         self.tokens = 0
         self.cost_usd = 0.0
 
-    def add(self, span: Span, completion: Completion) -> None:
-        self.spans.append(span)
+    def add(self, span: Span | None, completion: Completion) -> None:
+        if span is not None:
+            self.spans.append(span)
         self.tokens += completion.tokens
         self.cost_usd += completion.cost_usd
 
