@@ -1,10 +1,11 @@
 """The text parts of an e-mail as its reader sees them: base64 and quoted-printable undone.
 
 Many mailers send even a plain-text body base64-encoded. The pre-check reads such bodies
-through its transport layers (:mod:`worker.core.decode`); the local model detectors read
-windows of the artifact's bytes, where a base64 body is letters and digits with nothing to
-judge. :func:`decoded_text_parts` gives them the decoded text too (they score it in addition
-to every window of the raw bytes, so their coverage of the artifact is unchanged).
+through its transport layers (:mod:`worker.core.decode`, which keeps offsets into the
+artifact); the model and LLM detectors read windows of the artifact's bytes, where a base64
+body is letters and digits with nothing to judge. :func:`decoded_text_parts` gives them the
+decoded text too (read in addition to every window of the raw bytes, so their coverage of the
+artifact is unchanged).
 """
 
 from __future__ import annotations
@@ -31,12 +32,10 @@ def decoded_text_parts(data: bytes) -> list[bytes]:
     message = email.message_from_bytes(data, policy=email.policy.compat32)
     parts: list[bytes] = []
     for part in message.walk():
-        encoding = str(part.get("Content-Transfer-Encoding", "")).strip().lower()
         if part.is_multipart() or part.get_content_maintype() != "text":
             continue
-        if encoding not in ("base64", "quoted-printable"):
-            continue
-        payload = part.get_payload(decode=True)
+        encoding = str(part.get("Content-Transfer-Encoding", "")).strip().lower()
+        payload = part.get_payload(decode=True) if encoding in ("base64", "quoted-printable") else None
         if not isinstance(payload, bytes) or not payload:
             continue
         charset = part.get_content_charset() or "utf-8"

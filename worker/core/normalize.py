@@ -27,8 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = ["INVISIBLE", "Compose", "Gather", "Layer", "Normalized", "OffsetMap", "PieceBuilder", "Pieces"]
-__all__ += ["Reverse"]
-__all__ += ["Shift", "byte_mask", "clusters", "collapse_whitespace", "fold_char", "near_rtl", "normalize"]
+__all__ += ["Reverse", "Shift", "byte_mask", "clusters", "collapse_whitespace", "fold_char", "near_rtl"]
+__all__ += ["normalize"]
 
 Ints = npt.NDArray[np.int64]
 

@@ -14,9 +14,10 @@ must be exactly ``{"verdict": "harmful"|"harmless"}``:
   retries are spent, raise ``BackendError`` (kind ``unavailable``).
 
 Everything is scanned: a long artifact is cut into overlapping windows, one
-call each (an e-mail's base64 or quoted-printable text parts are sent decoded too). The verdict is harmful if any window is harmful; any failed window
-fails the whole vote; coverage counts only windows actually answered, and
-tokens and cost are summed.
+call each (an e-mail's base64 or quoted-printable text parts are sent decoded
+too). The verdict is harmful if any window is harmful; any failed window fails
+the whole vote; coverage counts only windows actually answered, and tokens and
+cost are summed.
 """
 
 from __future__ import annotations
