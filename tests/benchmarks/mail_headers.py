@@ -1,6 +1,7 @@
 """Does an e-mail's header block change the verdict? The labelled records, bare and behind headers.
 
-    python tests/benchmarks/mail_headers.py [--policy prompt-injection] [--seed 0] [FILE.jsonl[.gz]]
+    python tests/benchmarks/mail_headers.py [--policy prompt-injection] [--seed 0] [--reserved-domains]
+        [FILE.jsonl[.gz]]
 
 The labelled corpora hold message bodies; what ``canary scan mbox:…`` gates is the whole
 message, headers included (addresses, a message id, MIME lines). This writes a copy of
@@ -8,7 +9,9 @@ message, headers included (addresses, a message id, MIME lines). This writes a c
 ordinary RFC 5322 header block, runs ``canary eval --json`` on both files with the same
 detector setups, and prints n, FN, FP, FNR and FPR of each setup, bare and with headers. A
 detector that reads an address or a message id as a sign of exfiltration shows up as a rise in
-FPR on the copy. Nothing is trained or tuned here.
+FPR on the copy; one whose signal drowns in the header block shows up as a rise in FNR. Nothing
+is trained or tuned here (the training's own header generator, ``worker.training.mail``, shares
+no names, domains or subjects with this one).
 """
 
 from __future__ import annotations
@@ -24,17 +27,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("Dana Reyes", "Li Wei", "Amara Okafor", "Jonas Berg", "Priya Nair", "Sam Carter", "Elena Rossi")
-DOMAINS = ("example.com", "example.org", "mail.example.net", "corp.example", "example.co.uk")
+# Ordinary mail domains. The reserved example.* names (RFC 2606) are what attack corpora use for
+# an attacker's address: "example.com" is in 55 harmful prompt-injection train texts and 1 harmless
+# one, so headers full of it measure that coincidence more than headers (--reserved-domains shows it).
+DOMAINS = ("gmail.com", "outlook.com", "acme-corp.com", "fastmail.fm", "uni-heidelberg.de", "northwind.io")
+RESERVED_DOMAINS = ("example.com", "example.org", "mail.example.net", "corp.example", "example.co.uk")
 SUBJECTS = ("Re: follow-up", "Weekly update", "Question", "Fwd: notes", "Your request", "Re: meeting")
 SETUPS = ("rules,lexical,semantic", "rules", "lexical", "semantic")
 
 
-def headers(rng: random.Random) -> str:
+def headers(rng: random.Random, domains: tuple[str, ...] = DOMAINS) -> str:
     """From, To (sometimes Cc), Subject, Date, Message-ID and the MIME lines of a plain-text mail."""
 
     def address() -> str:
         name = rng.choice(NAMES)
-        return f"{name} <{name.lower().replace(' ', '.')}@{rng.choice(DOMAINS)}>"
+        return f"{name} <{name.lower().replace(' ', '.')}@{rng.choice(domains)}>"
 
     lines = [f"From: {address()}", f"To: {address()}"]
     if rng.random() < 0.3:
@@ -42,7 +49,7 @@ def headers(rng: random.Random) -> str:
     lines += [
         f"Subject: {rng.choice(SUBJECTS)}",
         f"Date: Wed, {rng.randint(1, 28):02d} May 2024 {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00 +0000",
-        f"Message-ID: <{rng.getrandbits(64):x}.{rng.getrandbits(32):x}@{rng.choice(DOMAINS)}>",
+        f"Message-ID: <{rng.getrandbits(64):x}.{rng.getrandbits(32):x}@{rng.choice(domains)}>",
         "MIME-Version: 1.0",
         'Content-Type: text/plain; charset="utf-8"',
         f"Content-Transfer-Encoding: {rng.choice(('7bit', '8bit'))}",
@@ -65,6 +72,11 @@ def main() -> None:
     parser.add_argument("file", nargs="?")
     parser.add_argument("--policy", default="prompt-injection")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--reserved-domains",
+        action="store_true",
+        help="addresses at example.com & co. instead of ordinary domains",
+    )
     args = parser.parse_args()
     source = Path(args.file or ROOT.parent / "shared" / "datasets" / args.policy / "dev.jsonl.gz")
     rng = random.Random(args.seed)
@@ -74,7 +86,9 @@ def main() -> None:
         with opener(source, "rt", encoding="utf-8") as inp, wrapped.open("w", encoding="utf-8") as out:
             for line in inp:
                 record = json.loads(line)
-                record["text"] = headers(rng) + record["text"]
+                record["text"] = (
+                    headers(rng, RESERVED_DOMAINS if args.reserved_domains else DOMAINS) + record["text"]
+                )
                 out.write(json.dumps(record) + "\n")
         results = {"bare": evaluate(source, args.policy), "headers": evaluate(wrapped, args.policy)}
     print(f"# {source} under {args.policy}: bare texts vs the same texts behind e-mail headers")
