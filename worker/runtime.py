@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,13 +53,20 @@ def build_runtime(settings: Settings, role: str = "worker") -> Runtime:
     return Runtime(settings, repo, store, CachedReader(store), quarantine, allowed, review, actor)
 
 
-_RUNTIMES: dict[tuple[int, int], Runtime] = {}
+_BUILD = threading.Lock()
 
 
 def runtime_for(app: Any) -> Runtime:
-    """The runtime of ``app`` in this process (rebuilt in each forked child)."""
-    key = (id(app), os.getpid())
-    rt = _RUNTIMES.get(key)
-    if rt is None:
-        rt = _RUNTIMES[key] = build_runtime(app.canary_settings)
-    return rt
+    """The runtime of ``app`` in this process (rebuilt in each forked child).
+
+    It lives on the app itself: a registry keyed by ``id(app)`` handed a new app the runtime (the
+    database, the folders) of a collected one that had had the same address.
+    """
+    found: tuple[int, Runtime] | None = getattr(app, "_canary_runtime", None)
+    if found is None or found[0] != os.getpid():
+        with _BUILD:
+            found = getattr(app, "_canary_runtime", None)
+            if found is None or found[0] != os.getpid():
+                found = (os.getpid(), build_runtime(app.canary_settings))
+                app._canary_runtime = found
+    return found[1]

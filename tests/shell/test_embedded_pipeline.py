@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 from worker.core.models import PrecheckResult, Report
+from worker.embedded import EmbeddedGate
 from worker.gate import decide_step, parse_votes
+from worker.settings import Settings
 
 
 def test_trivial_detectors_allow_and_publish(gate, fixture_policy):
@@ -142,3 +145,15 @@ def test_the_python_api_prints_nothing(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert (done.stdout, done.stderr) == ("allow\n", "")
+
+
+def test_each_gate_gets_its_own_runtime_even_when_an_old_app_is_gone(tmp_path):
+    """A runtime belongs to its app. Keyed by ``id(app)``, a new app could be handed the runtime of a
+    collected one that had the same address: its database and folders, so an allowed artifact was
+    published into another gate's folder (a flaky review test showed it)."""
+    for index in range(40):
+        folder = tmp_path / f"gate{index}"
+        gate = EmbeddedGate(Settings(data_dir=folder))
+        assert gate.rt.settings.data_dir == folder
+        del gate
+        gc.collect()
