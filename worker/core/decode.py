@@ -27,6 +27,7 @@ from urllib.parse import unquote_to_bytes
 import numpy as np
 import numpy.typing as npt
 
+from worker.core.literals import LiteralSet
 from worker.core.normalize import (
     Compose,
     Layer,
@@ -250,25 +251,32 @@ def _textual(payload: bytes) -> bool:
     return junk * 20 <= len(payload) and letters * 4 >= len(payload)
 
 
+# What _encoded_runs looks for before running a regex or a decoder, found in one pass.
+_GATES = LiteralSet(
+    (b"ase64", b"\\", b"fromCharCode", b"[", b" 0110", b"=\n", b"uoted-printable", b"UOTED-PRINTABLE")
+)
+
+
 def _encoded_runs(data: bytes) -> list[Payload]:
     """Every encoded run in ``data`` that decodes to text."""
     arr = np.frombuffer(data, dtype=np.uint8)
     runs = _alphabet_runs(data, arr)
-    if b"ase64" in data and (bodies := _mime_bodies(data)):  # a MIME body is read whole, not line by line
+    gates = _GATES.present(data)  # the regexes below then jump between their literal prefixes
+    if b"ase64" in gates and (bodies := _mime_bodies(data)):  # a MIME body is read whole, not line by line
         runs = [r for r in runs if not any(b[1] <= r[1] < b[2] for b in bodies)] + bodies
     percents = np.flatnonzero(arr == 37)  # '%'
     if len(percents) >= 4:
         runs += _percent_runs(data, arr, percents)
-    if b"\\" in data:  # one-byte gates are memchr-fast; the regexes then jump between literal prefixes
+    if b"\\" in gates:
         runs += [("escapes", m.start(), m.end(), _unescape(m.group())) for m in _ESCAPES.finditer(data)]
     for pattern, gate in zip(_CHAR_CODES, (b"fromCharCode", b"["), strict=True):
-        if gate in data:
+        if gate in gates:
             runs += [
                 ("charcodes", m.start(), m.end(), _char_codes(m.group(1))) for m in pattern.finditer(data)
             ]
-    if b" 0110" in data:
+    if b" 0110" in gates:
         runs += [("binary", m.start() + 1, m.end(), _bits(m.group())) for m in _BITS.finditer(data)]
-    if b"=\n" in data and (b"uoted-printable" in data or b"UOTED-PRINTABLE" in data):
+    if b"=\n" in gates and (b"uoted-printable" in gates or b"UOTED-PRINTABLE" in gates):
         declared = _QP_HEADER.search(data)
         if declared is not None:
             runs.append(

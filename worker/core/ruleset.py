@@ -15,7 +15,6 @@ others take their first.
 
 from __future__ import annotations
 
-import importlib
 import math
 import re
 import threading
@@ -31,12 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from policies.loader import POLICY_DIR
 from worker.core.diff import Diff
 from worker.core.errors import ConfigError
+from worker.core.literals import hyperscan  # None without it: one combined Python regex does the job, slower
 from worker.core.normalize import near_rtl
-
-try:  # the fast path; without it one combined Python regex does the same job, slower
-    hyperscan: Any = importlib.import_module("hyperscan")
-except ImportError:  # pragma: no cover - exercised by forcing engine="re" in tests
-    hyperscan = None
 
 __all__ = [
     "CHECKS",

@@ -1,0 +1,38 @@
+"""LiteralSet: which literals occur in a buffer, the same with Hyperscan as with bytes searches."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from worker.core import literals
+from worker.core.decode import _GATES
+from worker.core.literals import LiteralSet
+
+LITERALS = (b"ase64", b"\\", b"[", b" 0110", b"=\n", b"uoted-printable")
+
+needs_hyperscan = pytest.mark.skipif(literals.hyperscan is None, reason="hyperscan is not installed")
+
+
+@pytest.mark.parametrize("use_hyperscan", [pytest.param(True, marks=needs_hyperscan), False])
+def test_each_literal_present_is_reported_and_no_other(use_hyperscan):
+    found = LiteralSet(LITERALS, use_hyperscan=use_hyperscan)
+    data = b"Content-Transfer-Encoding: quoted-printable\nsoft=\nbreak and a \\u0041 escape"
+    assert found.present(data) == {b"=\n", b"uoted-printable", b"\\"}
+    assert found.present(b"") == frozenset()
+    assert found.present(b"nothing here") == frozenset()
+
+
+@needs_hyperscan
+@given(st.lists(st.sampled_from([*LITERALS, b"a", b"=", b"\n", b" 01", b"10", b"uoted"]), max_size=40))
+def test_one_pass_agrees_with_searching_each_literal(pieces):
+    """Literals cut across piece boundaries, at the ends, repeated: one pass finds exactly what
+    ``literal in data`` finds."""
+    data = b"".join(pieces)
+    assert LiteralSet(LITERALS).present(data) == {lit for lit in LITERALS if lit in data}
+
+
+def test_the_decoders_gates_are_the_literals_it_asks_about():
+    """Every literal the decoder gates on is in its set (a missing one would never be reported)."""
+    assert set(_GATES.literals) >= {b"ase64", b"\\", b"fromCharCode", b"[", b" 0110", b"=\n"}

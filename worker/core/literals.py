@@ -1,0 +1,60 @@
+"""Which of a fixed set of byte literals occur in a buffer: one Hyperscan pass for all of them.
+
+``literal in data`` is a full pass per literal, and for a literal ending in a common byte (``=\\n``)
+about 1 ms per MB: the decoder asked six of them of every layer, 2.8 ms per MB in all. Hyperscan
+finds all of them in one pass (0.2 ms per MB). Without Hyperscan, each is searched in turn.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+try:  # the fast path; without it the same answers come from bytes searches, slower
+    hyperscan: Any = importlib.import_module("hyperscan")
+except ImportError:  # pragma: no cover - exercised by LiteralSet(use_hyperscan=False) in tests
+    hyperscan = None
+
+
+class LiteralSet:
+    """A set of byte literals, compiled once (lazily, on first use) into one Hyperscan database."""
+
+    def __init__(self, literals: Sequence[bytes], use_hyperscan: bool = True) -> None:
+        self.literals = tuple(literals)
+        self._use_hyperscan = use_hyperscan and hyperscan is not None and bool(self.literals)
+        self._db: Any = None
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def present(self, data: bytes) -> frozenset[bytes]:
+        """The literals that occur in ``data``."""
+        if not self._use_hyperscan or not data:
+            return frozenset(literal for literal in self.literals if literal in data)
+        found: set[int] = set()
+
+        def collect(index: int, _from: int, _to: int, _flags: int, _ctx: object) -> None:
+            found.add(index)
+
+        database = self._database()
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = hyperscan.Scratch(database)
+        database.scan(data, match_event_handler=collect, scratch=scratch)
+        return frozenset(self.literals[index] for index in found)
+
+    def _database(self) -> Any:
+        if self._db is None:
+            with self._lock:
+                if self._db is None:
+                    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+                    database.compile(
+                        expressions=list(self.literals),
+                        ids=list(range(len(self.literals))),
+                        elements=len(self.literals),
+                        flags=hyperscan.HS_FLAG_SINGLEMATCH,
+                        literal=True,
+                    )
+                    self._db = database
+        return self._db
