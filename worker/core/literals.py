@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 try:  # the fast path; without it the same answers come from bytes searches, slower
     hyperscan: Any = importlib.import_module("hyperscan")
 except ImportError:  # pragma: no cover - exercised by LiteralSet(use_hyperscan=False) in tests
     hyperscan = None
+
+
+def scan(database: Any, local: threading.local, data: bytes, on_match: Callable[..., object]) -> None:
+    """Scan ``data`` with a Hyperscan ``database``, using this thread's scratch space kept in ``local``
+    (a scratch must not be shared between threads; one per thread is allocated once)."""
+    scratch = getattr(local, "scratch", None)
+    if scratch is None:
+        scratch = local.scratch = hyperscan.Scratch(database)
+    database.scan(data, match_event_handler=on_match, scratch=scratch)
 
 
 class LiteralSet:
@@ -37,11 +46,7 @@ class LiteralSet:
         def collect(index: int, _from: int, _to: int, _flags: int, _ctx: object) -> None:
             found.add(index)
 
-        database = self._database()
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = hyperscan.Scratch(database)
-        database.scan(data, match_event_handler=collect, scratch=scratch)
+        scan(self._database(), self._local, data, collect)
         return frozenset(self.literals[index] for index in found)
 
     def _database(self) -> Any:

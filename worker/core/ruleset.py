@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from policies.loader import POLICY_DIR
 from worker.core.diff import Diff
 from worker.core.errors import ConfigError
-from worker.core.literals import hyperscan  # None without it: one combined Python regex does the job, slower
+from worker.core.literals import hyperscan, scan
 from worker.core.normalize import near_rtl
 
 __all__ = [
@@ -207,10 +207,7 @@ class Matcher:
         def collect(rule_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
             first_end.setdefault(rule_id, to)
 
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = hyperscan.Scratch(self._db)
-        self._db.scan(data, match_event_handler=collect, scratch=scratch)
+        scan(self._db, self._local, data, collect)
         for index, end in first_end.items():
             if wanted is None or wanted(self.rules[index]):
                 # No match is longer than MAX_MATCH, so none starts before end - MAX_MATCH: from
