@@ -25,7 +25,6 @@ from worker.core.precheck import scan_rules
 from worker.core.ruleset import load_ruleset
 from worker.detectors.rules import DEFAULT_RATIO
 from worker.training.data import CODE_GROUP_PREFIX, Corpus
-from worker.training.mil import stored_threshold
 
 GRID = 80  # candidate thresholds per model (quantiles of its out-of-fold scores)
 # A quorum member must stay a vote: with a precise rules voter the search would otherwise loosen a
@@ -111,5 +110,5 @@ def store_threshold(path: Path, logit: float) -> None:
     with np.load(path) as archive:
         arrays = {key: archive[key] for key in archive.files}
     arrays.setdefault("threshold_alone", arrays["threshold"])
-    arrays["threshold"] = stored_threshold(logit)
+    arrays["threshold"] = np.float32(1.0 / (1.0 + np.exp(-logit)))
     np.savez_compressed(path, **arrays)

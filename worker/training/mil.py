@@ -175,11 +175,6 @@ def cross_validate_and_fit(
     return MilFit(model, oof, threshold, cv_metrics(oof[own], labels[own], threshold))
 
 
-def stored_threshold(logit: float) -> np.float32:
-    """A threshold logit as the run-time artifacts store it: the probability the models output."""
-    return np.float32(1.0 / (1.0 + np.exp(-logit)))
-
-
 def write_artifact(path: Path, fit: MilFit[Any], window: int, overlap: int, **arrays: Any) -> None:
     """The run-time artifact: the model's ``arrays``, its window geometry, threshold (a
     probability) and out-of-fold metrics."""
@@ -189,6 +184,6 @@ def write_artifact(path: Path, fit: MilFit[Any], window: int, overlap: int, **ar
         **arrays,
         window=np.int32(window),
         overlap=np.int32(overlap),
-        threshold=stored_threshold(fit.threshold_logit),
+        threshold=np.float32(1.0 / (1.0 + np.exp(-fit.threshold_logit))),
         **fit.cv,
     )
