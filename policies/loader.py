@@ -1,16 +1,27 @@
-"""Load versioned YAML policies from this package (or a path) and fingerprint them."""
+"""Load versioned YAML policies from this package (or a path) and fingerprint them.
+
+A policy's ``sha256`` covers its YAML and every rule file it names, so a gate's recorded
+fingerprint says exactly which rules judged it. Every load looks at the files (a ``stat``
+each) and only new content is read, parsed and validated: an edited policy or rule file takes
+effect in every process on its next gate, with no restart and no stale cache.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
+import time
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
 from policies.schema import HarmPolicy
 
 POLICY_DIR = Path(__file__).resolve().parent
+RULES_DIR = POLICY_DIR / "rules"
 
 
 class PolicyError(Exception):
@@ -22,24 +33,107 @@ def available_policies() -> list[str]:
     return sorted(p.stem for p in POLICY_DIR.glob("*.yaml"))
 
 
-def policy_path(policy: str) -> Path:
-    candidate = Path(policy)
-    if candidate.suffix in {".yaml", ".yml"} and candidate.is_file():
-        return candidate
-    path = POLICY_DIR / f"{policy}.yaml"
-    if not path.is_file():
-        raise PolicyError(f"unknown policy {policy!r}; shipped: {', '.join(available_policies())}")
-    return path
+def policy_path(policy: str) -> str:
+    """The file of a policy id (``prompt-injection``) or of a ``.yaml``/``.yml`` path."""
+    if policy.endswith((".yaml", ".yml")) and os.path.isfile(policy):
+        return policy
+    return os.path.join(POLICY_DIR, f"{policy}.yaml")
+
+
+class FileContent(NamedTuple):
+    raw: bytes
+    sha256: str
+
+
+class _Seen(NamedTuple):
+    signature: tuple[int, int, int, int]
+    read_at_ns: int
+    content: FileContent
+
+
+_SEEN: dict[str, _Seen] = {}
+_SEEN_LOCK = threading.Lock()
+_RACY_NS = 2_000_000_000  # coarser than any file system's timestamp granularity
+
+
+def current_content(path: str) -> FileContent:
+    """The bytes of ``path`` as they are now, and their sha256; ``OSError`` if unreadable.
+
+    A file is re-read only when its ``stat`` changed, or when it had been written less than
+    2 s before the last read (a same-size edit within one timestamp tick cannot be seen in
+    ``stat``; git calls this "racy clean").
+    """
+    st = os.stat(path)
+    signature = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+    seen = _SEEN.get(path)
+    if seen is not None and seen.signature == signature and seen.read_at_ns - st.st_mtime_ns > _RACY_NS:
+        return seen.content
+    read_at = time.time_ns()
+    with open(path, "rb") as file:
+        raw = file.read()
+    content = FileContent(raw, hashlib.sha256(raw).hexdigest())
+    with _SEEN_LOCK:
+        _SEEN[path] = _Seen(signature, read_at, content)
+    return content
+
+
+def ruleset_content(name: str) -> FileContent:
+    """The current content of ``policies/rules/<name>.yaml``; ``FileNotFoundError`` if there is none."""
+    if not name or "/" in name or "\\" in name or name.startswith("."):
+        raise FileNotFoundError(f"not a ruleset name: {name!r}")
+    return current_content(os.path.join(RULES_DIR, f"{name}.yaml"))
+
+
+def load_policy(policy: str) -> HarmPolicy:
+    """Load and validate a policy by id (``prompt-injection``) or YAML path, as it is on disk now."""
+    path = policy_path(policy)
+    filename = os.path.basename(path)
+    try:
+        content = current_content(path)
+    except FileNotFoundError:
+        raise PolicyError(f"unknown policy {policy!r}; shipped: {', '.join(available_policies())}") from None
+    except OSError as exc:
+        raise PolicyError(f"policy {filename} cannot be read: {exc}") from exc
+    parsed = _validated(content.raw, filename)
+    digests: list[tuple[str, str]] = []
+    for name in named_rulesets(parsed):
+        try:
+            digests.append((name, ruleset_content(name).sha256))
+        except OSError as exc:
+            raise PolicyError(
+                f"policy {filename} names ruleset {name!r}, which cannot be read: {exc}"
+            ) from exc
+    return _fingerprinted(content.raw, filename, content.sha256, tuple(digests))
+
+
+def named_rulesets(policy: HarmPolicy) -> tuple[str, ...]:
+    """Every rule file the policy's pre-check or ``rules`` detectors read, in a stable order."""
+    names = list(policy.precheck.rulesets)
+    for spec in policy.quorum.detectors:
+        if spec.kind == "rules":
+            names.extend(spec.options.get("rulesets") or ())
+    return tuple(dict.fromkeys(str(name) for name in names))
 
 
 @lru_cache(maxsize=64)
-def load_policy(policy: str) -> HarmPolicy:
-    """Load and validate a policy by id (``prompt-injection``) or YAML path."""
-    path = policy_path(policy)
-    raw = path.read_bytes()
+def _validated(raw: bytes, filename: str) -> HarmPolicy:
     try:
-        data = yaml.safe_load(raw)
-        data["sha256"] = hashlib.sha256(raw).hexdigest()
-        return HarmPolicy.model_validate(data)
+        return HarmPolicy.model_validate(yaml.safe_load(raw))
     except (yaml.YAMLError, TypeError, ValueError) as exc:
-        raise PolicyError(f"policy {path.name} is invalid: {exc}") from exc
+        raise PolicyError(f"policy {filename} is invalid: {exc}") from exc
+
+
+@lru_cache(maxsize=64)
+def _fingerprinted(
+    raw: bytes, filename: str, sha256: str, rulesets: tuple[tuple[str, str], ...]
+) -> HarmPolicy:
+    """One object per content (the same object on every load while nothing changes).
+
+    The fingerprint: the sha256 of the policy's own sha256 and each named rule file's.
+    """
+    fingerprint = hashlib.sha256(sha256.encode())
+    for name, digest in rulesets:
+        fingerprint.update(b"\0ruleset %s\0%s" % (name.encode(), digest.encode()))
+    policy = _validated(raw, filename).model_copy(update={"sha256": fingerprint.hexdigest()})
+    policy.pin_rulesets(dict(rulesets))
+    return policy

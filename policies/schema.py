@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 
 class _Strict(BaseModel):
@@ -75,3 +75,12 @@ class HarmPolicy(_Strict):
     protocol: Protocol = Protocol()
     quorum: Quorum
     sha256: str = ""
+    _rulesets: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def pin_rulesets(self, digests: dict[str, str]) -> None:
+        """Record each named rule file's sha256 as loaded (part of ``sha256``), for scans to check."""
+        self._rulesets = dict(digests)
+
+    def ruleset_sha256(self, name: str) -> str | None:
+        """The sha256 of rule file ``name`` when this policy was loaded (None: not pinned)."""
+        return self._rulesets.get(name)

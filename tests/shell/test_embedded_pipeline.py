@@ -100,6 +100,35 @@ def test_a_detectors_budget_grows_with_the_artifact(gate, tmp_path):
     assert large.decision == "allow"
 
 
+def test_a_policy_edited_while_gates_wait(gate, tmp_path):
+    """A gate submitted before its policy file was edited goes to review (it was submitted
+    under other rules); the next submission runs under the edited file in the same process,
+    with no restart."""
+    from producers.intake import store_and_register
+
+    policy = tmp_path / "edited.yaml"
+    harmless, harmful = '{"verdict": "harmless"}', '{"verdict": "harmful"}'
+
+    def write(version: str, output: str) -> None:
+        detectors = "".join(
+            f"    - {{name: {n}, kind: static, options: {{output: '{output}'}}}}\n" for n in "abc"
+        )
+        policy.write_text(
+            f"id: edited\nversion: '{version}'\nharm_definition: d\ninput_description: i\n"
+            f"precheck: {{rulesets: []}}\nquorum:\n  required: 2\n  detectors:\n{detectors}"
+        )
+
+    write("1", harmless)
+    waiting = store_and_register(gate.rt, b"submitted before the edit", [str(policy)]).gates[0]
+    write("2", harmful)
+    gate.run(waiting.id)
+    waited = gate.rt.repo.get(waiting.id)
+    assert waited is not None and waited.status == "review"
+    assert "changed since submission" in Report.model_validate_json(waited.report).reason
+    after = gate.submit(b"submitted after the edit", [str(policy)]).gates[0]
+    assert (after.status, after.policy_version) == ("quarantine", "2")
+
+
 def test_partial_coverage_detector_cannot_allow(gate, tmp_path):
     """Harmless votes that skipped part of the artifact do not allow it."""
     policy = tmp_path / "partial.yaml"

@@ -43,7 +43,7 @@ from worker.core.decode import decode_layers, json_text
 from worker.core.diff import Diff, parse_diff
 from worker.core.models import Evidence, PrecheckResult, Span
 from worker.core.normalize import Compose, Layer, PieceBuilder, normalize
-from worker.core.ruleset import CHECKS, MAX_MATCH, CheckContext, CompiledRuleset, Hit, Rule, load_ruleset
+from worker.core.ruleset import CHECKS, MAX_MATCH, CheckContext, CompiledRuleset, Hit, Rule, policy_rulesets
 from worker.core.segment import segment_spans
 
 __all__ = ["OVERLAP", "WINDOW", "Scan", "run_precheck", "scan_rules"]
@@ -71,7 +71,7 @@ class Scan:
 
 def run_precheck(data: bytes, policy: HarmPolicy) -> PrecheckResult:
     """Scan ``data`` with the policy's rulesets; harmful iff the score reaches ``block_score``."""
-    scan = scan_rules(data, [load_ruleset(name) for name in policy.precheck.rulesets])
+    scan = scan_rules(data, policy_rulesets(policy, policy.precheck.rulesets))
     return PrecheckResult(
         verdict="harmful" if scan.score >= policy.precheck.block_score else "harmless",
         score=scan.score,

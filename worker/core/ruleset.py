@@ -2,7 +2,7 @@
 
 A ruleset is one YAML file in ``policies/rules/`` (see :mod:`worker.core.precheck`
 for what the fields mean to the engine). :func:`load_ruleset` validates it and
-compiles every pattern ONCE per process into two matchers, one for flat text
+compiles every pattern ONCE per file content into two matchers, one for flat text
 and one for ``lines`` rules: a single Hyperscan database each when Hyperscan is
 importable, else one combined Python regex (same answers, slower).
 
@@ -27,7 +27,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from policies.loader import POLICY_DIR
+from policies.loader import RULES_DIR, ruleset_content
+from policies.schema import HarmPolicy
 from worker.core.diff import Diff
 from worker.core.errors import ConfigError
 from worker.core.literals import hyperscan, scan
@@ -44,9 +45,8 @@ __all__ = [
     "Rule",
     "Ruleset",
 ]
-__all__ += ["compile_ruleset", "engine_name", "load_ruleset"]
+__all__ += ["compile_ruleset", "engine_name", "load_ruleset", "policy_rulesets"]
 
-RULES_DIR = POLICY_DIR / "rules"
 MAX_MATCH = 1 << 12  # no rule match is longer than this; windows overlap by as much
 Engine = Literal["auto", "hyperscan", "re"]
 
@@ -395,14 +395,42 @@ def engine_name() -> str:
     return "re" if hyperscan is None else "hyperscan"
 
 
-@lru_cache(maxsize=32)
-def load_ruleset(name: str, engine: Engine = "auto") -> CompiledRuleset:
-    """Load, validate and compile ``policies/rules/<name>.yaml`` (cached per process)."""
-    path = RULES_DIR / f"{name}.yaml"
-    if not path.is_file():
-        raise ConfigError(f"unknown ruleset {name!r}: no {path}")
+def load_ruleset(name: str, engine: Engine = "auto", sha256: str | None = None) -> CompiledRuleset:
+    """Validate and compile ``policies/rules/<name>.yaml`` as it is on disk now.
+
+    The file is looked at on every call (a ``stat``; read again only when it changed) and
+    compiled once per content, so an edited rule file takes effect without a restart. ``sha256`` is the digest the caller's policy was
+    fingerprinted with: a file changed since then raises ``ConfigError``, so rules a gate's
+    recorded fingerprint does not cover never judge it.
+    """
     try:
-        ruleset = Ruleset.model_validate(yaml.safe_load(path.read_bytes()))
-        return compile_ruleset(ruleset, engine)
+        content = ruleset_content(name)
+    except OSError as exc:
+        raise ConfigError(f"unknown ruleset {name!r}: {exc}") from exc
+    if sha256 is not None and content.sha256 != sha256:
+        raise ConfigError(f"ruleset {name!r} changed since its policy was loaded")
+    key = (name, content.sha256, engine)
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        with _COMPILE_LOCK:
+            compiled = _COMPILED.get(key) or _compile_file(name, content.raw, engine)
+            _COMPILED[key] = compiled
+            while len(_COMPILED) > 16:  # old contents of edited files
+                del _COMPILED[next(iter(_COMPILED))]
+    return compiled
+
+
+def policy_rulesets(policy: HarmPolicy, names: Sequence[str]) -> list[CompiledRuleset]:
+    """The compiled rulesets ``names`` exactly as ``policy`` was fingerprinted with them."""
+    return [load_ruleset(name, sha256=policy.ruleset_sha256(name)) for name in names]
+
+
+_COMPILED: dict[tuple[str, str, Engine], CompiledRuleset] = {}
+_COMPILE_LOCK = threading.Lock()
+
+
+def _compile_file(name: str, raw: bytes, engine: Engine) -> CompiledRuleset:
+    try:
+        return compile_ruleset(Ruleset.model_validate(yaml.safe_load(raw)), engine)
     except (yaml.YAMLError, ValidationError, re.error) as exc:
-        raise ConfigError(f"ruleset {path.name} is invalid: {exc}") from exc
+        raise ConfigError(f"ruleset {name}.yaml is invalid: {exc}") from exc
