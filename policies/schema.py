@@ -25,6 +25,9 @@ class PrecheckConfig(_Strict):
     signals: tuple[str, ...] = ()
     rulesets: tuple[str, ...] = ()
     block_score: float = Field(default=1.0, gt=0)
+    # Only hits within one stretch of this many bytes add up (None: the whole artifact). An
+    # injection is one passage; weak hits scattered over megabytes of code are not.
+    locality_bytes: int | None = Field(default=None, ge=4096)
 
 
 class DetectorSpec(_Strict):

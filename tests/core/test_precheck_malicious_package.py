@@ -545,3 +545,24 @@ def test_bidi_marks_and_controls_inside_right_to_left_text_are_not_trojan_source
     """The Trojan Source rule counts override/isolate controls in left-to-right code, not LRM/RLM marks."""
     result = run_precheck(new_file("dist/chunk.js", body), POLICY)
     assert "mp.obfuscation.bidi-control" not in {e.rule_id for e in result.evidence}
+
+
+def test_weak_signals_across_a_large_release_do_not_add_up():
+    """A shell one-liner that runs a command's output (0.8) and a high-entropy string (0.3) in
+    one small release add up to a block; the same two files with 140 KB of code between them
+    (a large release, where such coincidences are common) do not."""
+    shell = new_file(
+        "scripts/completion.ps1", 'Invoke-Expression -OutVariable out "$RequestComp" 2>&1 | Out-Null'
+    )
+    blob = base64.b64encode(b"".join(hashlib.sha512(str(i).encode()).digest() for i in range(8))).decode()
+    link = new_file(
+        "lib/util.js", f"// on the playground: https://example.org/try/#{blob}\nexport const x = 1;"
+    )
+    code = new_file(
+        "lib/table.js", "\n".join(f"export const ROW_{i} = compute({i}, options);" for i in range(3000))
+    )
+    assert POLICY.precheck.locality_bytes is not None and len(code) > 2 * POLICY.precheck.locality_bytes
+    assert run_precheck(shell + link + code, POLICY).verdict == "harmful"
+    apart = run_precheck(shell + code + link, POLICY)
+    assert apart.verdict == "harmless"
+    assert [e.rule_id for e in apart.evidence] == ["mp.exec.shell-download"]

@@ -24,10 +24,12 @@ quoting ``"ignore previous instructions"`` mentions an attack, it does not
 perform one); ``unless`` is a regex that vetoes a match it finds inside it.
 
 The verdict is ``harmful`` iff the summed weight of the DISTINCT rules that hit
-reaches ``policy.precheck.block_score``. Every hit is evidence (rule id, byte
-span of the original artifact, layer, weight); non-decisive observations such
-as invisible characters or decoded payloads are signals. The artifact is
-scanned in overlapping windows, so memory stays flat and every byte is seen.
+reaches ``policy.precheck.block_score``; with ``precheck.locality_bytes``, only the
+rules that hit within one stretch of that many bytes add up, and the evidence is that
+stretch's. A hit is evidence (rule id, byte span of the original artifact, layer,
+weight); non-decisive observations such as invisible characters or decoded payloads
+are signals. The artifact is scanned in overlapping windows, so memory stays flat and
+every byte is seen.
 """
 
 from __future__ import annotations
@@ -71,9 +73,10 @@ class Scan:
 
 def run_precheck(data: bytes, policy: HarmPolicy) -> PrecheckResult:
     """Scan ``data`` with the policy's rulesets; harmful iff the score reaches ``block_score``."""
-    scan = scan_rules(data, policy_rulesets(policy, policy.precheck.rulesets))
+    precheck = policy.precheck
+    scan = scan_rules(data, policy_rulesets(policy, precheck.rulesets), precheck.locality_bytes)
     return PrecheckResult(
-        verdict="harmful" if scan.score >= policy.precheck.block_score else "harmless",
+        verdict="harmful" if scan.score >= precheck.block_score else "harmless",
         score=scan.score,
         evidence=tuple(sorted(scan.evidence.values(), key=lambda e: (e.span.start, e.rule_id))),
         signals=tuple(sorted(scan.signals)),
@@ -81,9 +84,17 @@ def run_precheck(data: bytes, policy: HarmPolicy) -> PrecheckResult:
 
 
 def scan_rules(
-    data: bytes, rulesets: Sequence[CompiledRuleset], window: int = WINDOW, overlap: int = OVERLAP
+    data: bytes,
+    rulesets: Sequence[CompiledRuleset],
+    locality: int | None = None,
+    window: int = WINDOW,
+    overlap: int = OVERLAP,
 ) -> Scan:
-    """Run every rule of ``rulesets`` over all of ``data`` in overlapping windows."""
+    """Run every rule of ``rulesets`` over all of ``data`` in overlapping windows.
+
+    With ``locality`` (bytes), only hits within one stretch of that length add up: the scan
+    keeps the evidence of its heaviest stretch (see :func:`_heaviest_stretch`).
+    """
     scan = Scan()
     diff = parse_diff(data)
     if diff is not None and diff.manifest_only:
@@ -96,7 +107,47 @@ def scan_rules(
     for rule in (rule for ruleset in rulesets for rule in ruleset.checks):
         for start, end in CHECKS[rule.check or ""](context)[:1]:
             scan.hit(rule, start, end, "check")
+    if locality is not None:
+        scan.evidence = _heaviest_stretch(data, diff, rulesets, scan.evidence, locality)
     return scan
+
+
+_MAX_STRETCHES = 64  # stretches re-scanned at most (one per distinct evidence position)
+
+
+def _heaviest_stretch(
+    data: bytes,
+    diff: Diff | None,
+    rulesets: Sequence[CompiledRuleset],
+    evidence: dict[str, Evidence],
+    size: int,
+) -> dict[str, Evidence]:
+    """The evidence of the heaviest ``size``-byte stretch around one of the hits.
+
+    An injection or a payload is one passage; weak rules that each match once somewhere in
+    megabytes of code (a ``TODO: remove`` here, ``without notifying`` there) are not one. The
+    whole-artifact scan records each rule's FIRST hit only, so each stretch centred on a hit
+    is scanned again on its own (every layer, a few KB): it finds the rules that hit inside
+    it even where their first hit lay elsewhere. Hits from the whole scan that lie inside the
+    stretch count too (a payload decoded from a blob longer than the stretch, computed checks).
+    """
+    if not evidence:
+        return evidence
+    first = min(e.span.start for e in evidence.values())
+    if max(e.span.end for e in evidence.values()) - first <= size:
+        return evidence  # already one stretch
+    best: dict[str, Evidence] = {}
+    for centre in sorted({e.span.start for e in evidence.values()})[:_MAX_STRETCHES]:
+        start = max(0, min(centre - size // 2, len(data) - size))
+        end = min(len(data), start + size)
+        stretch = Scan()
+        _scan_window(data, start, end, diff, rulesets, stretch)
+        for rule_id, hit in evidence.items():
+            if start <= hit.span.start < end:
+                stretch.evidence.setdefault(rule_id, hit)
+        if stretch.score > sum(e.weight for e in best.values()):
+            best = stretch.evidence
+    return best
 
 
 _SCOPES = {  # layer kind -> rule scopes that apply to it (diff / not a diff)

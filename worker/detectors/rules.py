@@ -57,6 +57,6 @@ class RulesDetector:
         names = self.rulesets or policy.precheck.rulesets
         if not names:
             raise ConfigError(f"policy {policy.id!r} names no rulesets for the rules detector")
-        scan = scan_rules(artifact.data, policy_rulesets(policy, names))
+        scan = scan_rules(artifact.data, policy_rulesets(policy, names), policy.precheck.locality_bytes)
         verdict: Verdict = "harmful" if scan.score >= self.threshold_for(policy) else "harmless"
         return Answer(output=verdict_output(verdict), coverage=Coverage.full(artifact.size), score=scan.score)

@@ -48,7 +48,8 @@ def rules_scores(policy_id: str, texts: list[str]) -> np.ndarray:
     """The pre-check score of every text under the policy's rulesets."""
     policy = load_policy(policy_id)
     rulesets = [load_ruleset(name) for name in policy.precheck.rulesets]
-    return np.array([scan_rules(text.encode("utf-8"), rulesets).score for text in texts])
+    locality = policy.precheck.locality_bytes
+    return np.array([scan_rules(text.encode("utf-8"), rulesets, locality).score for text in texts])
 
 
 def _weights(groups: list[str], power: float = 0.5) -> np.ndarray:
