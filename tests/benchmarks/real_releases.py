@@ -9,8 +9,8 @@ releases in ``popular-releases.txt`` (each diffed against its predecessor by
 ``producers.registry``, the same code ``canary scan pypi:NAME==VER`` runs) with
 the embedded default, and prints per policy and ecosystem: n, allowed,
 quarantined, review, the false-positive rate (every release in the list is
-presumed benign), p50/p95 ms per gate, and which releases were blocked and by
-whom. Needs the package registries; diffs are cached in ``--cache``.
+presumed benign), p50/p95 ms per gate, how often each detector voted harmful
+(whatever the decision), and which releases were blocked and by whom. Needs the package registries; diffs are cached in ``--cache``.
 """
 
 from __future__ import annotations
@@ -94,17 +94,15 @@ def main() -> None:
             row = stats[(policy, eco)]
             row[report.decision].append(label)
             row["ms"].append(ms)
+            harmful = [v.detector for v in report.votes if v.verdict == "harmful"]
+            if report.precheck.verdict == "harmful":
+                harmful.insert(0, "pre-check")
+            row["harmful"].extend(harmful)
             if report.decision != "allow":
-                harmful = [v.detector for v in report.votes if v.verdict == "harmful"]
-                if report.precheck.verdict == "harmful":
-                    harmful.insert(0, "pre-check")
                 row["why"].append(f"{label} ({', '.join(harmful) or report.reason})")
             if args.json:
-                print(
-                    json.dumps(
-                        {"label": label, "policy": policy, "decision": report.decision, "ms": round(ms, 1)}
-                    )
-                )
+                out = {"label": label, "size": len(data), "policy": policy, "decision": report.decision}
+                print(json.dumps({**out, "harmful": harmful, "ms": round(ms, 1)}))
 
     print(f"\n{len(diffs)} real releases, {sum(len(d) for _, d in diffs) / 1e6:.1f} MB of diffs")
     print(
@@ -119,6 +117,10 @@ def main() -> None:
             f"{policy:20} {eco:5} {n:4d} {len(row['allow']):6d} {len(row['quarantine']):6d} "
             f"{len(row['review']):6d} {blocked / n:7.1%} {statistics.median(ms):7.0f} {p95:7.0f}"
         )
+    print("\nharmful votes, whatever the decision (each detector alone, and the pre-check):")
+    for (policy, eco), row in sorted(stats.items()):
+        counts = {name: row["harmful"].count(name) for name in dict.fromkeys(sorted(row["harmful"]))}
+        print(f"  {policy:20} {eco:5} " + (", ".join(f"{k} {v}" for k, v in counts.items()) or "none"))
     for (policy, eco), row in sorted(stats.items()):
         if row["why"]:
             print(f"\nblocked under {policy} ({eco}): " + "; ".join(row["why"]))
