@@ -112,9 +112,6 @@ def scan_rules(
     return scan
 
 
-_MAX_STRETCHES = 64  # stretches re-scanned at most (one per distinct evidence position)
-
-
 def _heaviest_stretch(
     data: bytes,
     diff: Diff | None,
@@ -137,7 +134,7 @@ def _heaviest_stretch(
     if max(e.span.end for e in evidence.values()) - first <= size:
         return evidence  # already one stretch
     best: dict[str, Evidence] = {}
-    for centre in sorted({e.span.start for e in evidence.values()})[:_MAX_STRETCHES]:
+    for centre in sorted({e.span.start for e in evidence.values()}):  # at most one per rule
         start = max(0, min(centre - size // 2, len(data) - size))
         end = min(len(data), start + size)
         stretch = Scan()
