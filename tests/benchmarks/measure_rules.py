@@ -24,8 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from policies.loader import load_policy  # noqa: E402
-from worker.core.precheck import scan_rules  # noqa: E402
-from worker.core.ruleset import load_ruleset  # noqa: E402
+from worker.core.precheck import scan_policy  # noqa: E402
 from worker.detectors.rules import DEFAULT_RATIO  # noqa: E402
 
 DATASETS = Path("/work/shared/datasets")
@@ -43,7 +42,6 @@ def rate(part: int, whole: int) -> str:
 
 def measure(policy_id: str, split: str, show_rules: bool, misses: int) -> None:
     policy = load_policy(policy_id)
-    rulesets = [load_ruleset(name) for name in policy.precheck.rulesets]
     block, vote = policy.precheck.block_score, DEFAULT_RATIO * policy.precheck.block_score
     totals: Counter[str] = Counter()
     wrong: dict[str, list[str]] = {"pre FP": [], "pre FN": [], "det FP": [], "det FN": []}
@@ -52,7 +50,7 @@ def measure(policy_id: str, split: str, show_rules: bool, misses: int) -> None:
     for record in records(policy_id, split):
         data = record["text"].encode("utf-8")
         size += len(data)
-        scan = scan_rules(data, rulesets)
+        scan = scan_policy(data, policy)
         label = record["label"]
         totals[label] += 1
         hits[label].update(list(scan.evidence))

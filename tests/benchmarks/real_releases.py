@@ -10,7 +10,8 @@ releases in ``popular-releases.txt`` (each diffed against its predecessor by
 the embedded default, and prints per policy and ecosystem: n, allowed,
 quarantined, review, the false-positive rate (every release in the list is
 presumed benign), p50/p95 ms per gate, how often each detector voted harmful
-(whatever the decision), and which releases were blocked and by whom. Needs the package registries; diffs are cached in ``--cache``.
+(whatever the decision), and which releases were blocked and by whom. Needs the
+package registries; diffs are cached in ``--cache``.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ from worker.core.normalize import Compose, Layer, PieceBuilder, normalize
 from worker.core.ruleset import CHECKS, MAX_MATCH, CheckContext, CompiledRuleset, Hit, Rule, policy_rulesets
 from worker.core.segment import segment_spans
 
-__all__ = ["OVERLAP", "WINDOW", "Scan", "run_precheck", "scan_rules"]
+__all__ = ["OVERLAP", "WINDOW", "Scan", "run_precheck", "scan_policy", "scan_rules"]
 
 WINDOW = 1 << 20  # bytes per scan window (1 MiB keeps the numpy work in cache)
 OVERLAP = MAX_MATCH  # windows overlap by the longest possible rule match
@@ -73,14 +73,20 @@ class Scan:
 
 def run_precheck(data: bytes, policy: HarmPolicy) -> PrecheckResult:
     """Scan ``data`` with the policy's rulesets; harmful iff the score reaches ``block_score``."""
-    precheck = policy.precheck
-    scan = scan_rules(data, policy_rulesets(policy, precheck.rulesets), precheck.locality_bytes)
+    scan = scan_policy(data, policy)
     return PrecheckResult(
-        verdict="harmful" if scan.score >= precheck.block_score else "harmless",
+        verdict="harmful" if scan.score >= policy.precheck.block_score else "harmless",
         score=scan.score,
         evidence=tuple(sorted(scan.evidence.values(), key=lambda e: (e.span.start, e.rule_id))),
         signals=tuple(sorted(scan.signals)),
     )
+
+
+def scan_policy(data: bytes, policy: HarmPolicy, rulesets: Sequence[str] | None = None) -> Scan:
+    """Scan ``data`` as the gate does under ``policy``: its rulesets (or ``rulesets``) exactly
+    as its fingerprint pinned them, hits adding up within its ``locality_bytes``."""
+    names = policy.precheck.rulesets if rulesets is None else rulesets
+    return scan_rules(data, policy_rulesets(policy, names), policy.precheck.locality_bytes)
 
 
 def scan_rules(
@@ -133,7 +139,7 @@ def _heaviest_stretch(
     first = min(e.span.start for e in evidence.values())
     if max(e.span.end for e in evidence.values()) - first <= size:
         return evidence  # already one stretch
-    best: dict[str, Evidence] = {}
+    best = Scan()
     for centre in sorted({e.span.start for e in evidence.values()}):  # at most one per rule
         start = max(0, min(centre - size // 2, len(data) - size))
         end = min(len(data), start + size)
@@ -142,9 +148,9 @@ def _heaviest_stretch(
         for rule_id, hit in evidence.items():
             if start <= hit.span.start < end:
                 stretch.evidence.setdefault(rule_id, hit)
-        if stretch.score > sum(e.weight for e in best.values()):
-            best = stretch.evidence
-    return best
+        if stretch.score > best.score:
+            best = stretch
+    return best.evidence
 
 
 _SCOPES = {  # layer kind -> rule scopes that apply to it (diff / not a diff)

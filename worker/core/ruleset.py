@@ -399,9 +399,10 @@ def load_ruleset(name: str, engine: Engine = "auto", sha256: str | None = None) 
     """Validate and compile ``policies/rules/<name>.yaml`` as it is on disk now.
 
     The file is looked at on every call (a ``stat``; read again only when it changed) and
-    compiled once per content, so an edited rule file takes effect without a restart. ``sha256`` is the digest the caller's policy was
-    fingerprinted with: a file changed since then raises ``ConfigError``, so rules a gate's
-    recorded fingerprint does not cover never judge it.
+    compiled once per content, so an edited rule file takes effect without a restart.
+    ``sha256`` is the digest the caller's policy was fingerprinted with: a file changed since
+    then raises ``ConfigError``, so rules a gate's recorded fingerprint does not cover never
+    judge it.
     """
     try:
         content = ruleset_content(name)

@@ -15,8 +15,8 @@ from policies.schema import HarmPolicy
 from worker.core.detector import Artifact, verdict_output
 from worker.core.errors import ConfigError
 from worker.core.models import Answer, Coverage, Verdict
-from worker.core.precheck import scan_rules
-from worker.core.ruleset import load_ruleset, policy_rulesets
+from worker.core.precheck import scan_policy
+from worker.core.ruleset import load_ruleset
 
 DEFAULT_RATIO = 0.5  # vote harmful from this fraction of the policy's block_score
 
@@ -57,6 +57,6 @@ class RulesDetector:
         names = self.rulesets or policy.precheck.rulesets
         if not names:
             raise ConfigError(f"policy {policy.id!r} names no rulesets for the rules detector")
-        scan = scan_rules(artifact.data, policy_rulesets(policy, names), policy.precheck.locality_bytes)
+        scan = scan_policy(artifact.data, policy, names)
         verdict: Verdict = "harmful" if scan.score >= self.threshold_for(policy) else "harmless"
         return Answer(output=verdict_output(verdict), coverage=Coverage.full(artifact.size), score=scan.score)

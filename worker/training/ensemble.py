@@ -21,8 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from policies.loader import load_policy
-from worker.core.precheck import scan_rules
-from worker.core.ruleset import load_ruleset
+from worker.core.precheck import scan_policy
 from worker.detectors.rules import DEFAULT_RATIO
 from worker.training.data import CODE_GROUP_PREFIX, Corpus
 
@@ -47,9 +46,7 @@ class EnsembleChoice:
 def rules_scores(policy_id: str, texts: list[str]) -> np.ndarray:
     """The pre-check score of every text under the policy's rulesets."""
     policy = load_policy(policy_id)
-    rulesets = [load_ruleset(name) for name in policy.precheck.rulesets]
-    locality = policy.precheck.locality_bytes
-    return np.array([scan_rules(text.encode("utf-8"), rulesets, locality).score for text in texts])
+    return np.array([scan_policy(text.encode("utf-8"), policy).score for text in texts])
 
 
 def _weights(groups: list[str], power: float = 0.5) -> np.ndarray:
