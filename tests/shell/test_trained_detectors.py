@@ -87,18 +87,27 @@ def benign_log(size: int) -> bytes:
     return out[:size]
 
 
-# The known weaknesses of the static-embedding head (strict: a fix must remove the mark).
+# The known weaknesses of the static-embedding heads (strict: a fix must remove the mark). The
+# semantic scores are scan statistics (worker.detectors._scan_statistic): one minus the chance that
+# the best of this many harmless windows scores as high as the artifact's best window.
 SEMANTIC_MISSES_BENIGN_LEAD_IN = pytest.mark.xfail(
     strict=True,
-    reason="known weakness: the static-embedding head scores this benign-lead-in injection 0.25 < 0.41",
+    reason="known weakness: the static-embedding head scores this benign-lead-in injection 0.943 < 0.952",
 )
-SEMANTIC_FLAGS_STRUCTURED_LOGS = pytest.mark.xfail(
+SEMANTIC_MISSES_DEEP_LEAD_IN = pytest.mark.xfail(
     strict=True,
-    reason="known weakness: the PI head scores structured log lines as harmful (0.996 >= 0.41; out of distribution)",
+    reason="known weakness: the PI head misses this injection even alone (0.943 < 0.952), so 30 KB deep"
+    " in a log too (0.817); the log without it is harmless (0.911)",
 )
 SEMANTIC_FLAGS_SHORT_TEXT = pytest.mark.xfail(
     strict=True,
-    reason="known weakness: the PI head scores these benign one-liners up to 0.999 (it flags ~1 in 5 harmless texts)",
+    reason="known weakness: the PI head scores these benign one-liners up to 0.996 (it flags ~1 in 5 harmless texts)",
+)
+SEMANTIC_FLAGS_A_ONE_WINDOW_BUMP = pytest.mark.xfail(
+    strict=True,
+    reason="known weakness: the MP head flags 15 % of one-window harmless diffs (its vote is length-neutral"
+    " since the scan statistic), this bump among them (0.917 >= 0.851); the quorum allows it"
+    " (tests/shell/test_acceptance.py::test_ordinary_version_bump_is_allowed)",
 )
 DETECTORS = [LexicalDetector, SemanticDetector]
 
@@ -143,7 +152,9 @@ def test_benign_one_liners_are_harmless(make: type[Detector]) -> None:
     assert [verdict(detector, line.encode()) for line in BENIGN_ONE_LINERS] == ["harmless"] * 5
 
 
-@pytest.mark.parametrize("make", DETECTORS)
+@pytest.mark.parametrize(
+    "make", [LexicalDetector, pytest.param(SemanticDetector, marks=SEMANTIC_FLAGS_A_ONE_WINDOW_BUMP)]
+)
 def test_version_bump_diff_is_harmless(make: type[Detector]) -> None:
     """A release that only bumps the version and the changelog is harmless under malicious-package."""
     assert verdict(make(), VERSION_BUMP, PACKAGE) == "harmless"
@@ -165,7 +176,7 @@ def test_coverage_is_complete_on_100kb(make: type[Detector]) -> None:
 
 
 @pytest.mark.parametrize(
-    "make", [LexicalDetector, pytest.param(SemanticDetector, marks=SEMANTIC_FLAGS_STRUCTURED_LOGS)]
+    "make", [LexicalDetector, pytest.param(SemanticDetector, marks=SEMANTIC_MISSES_DEEP_LEAD_IN)]
 )
 def test_deep_injection_is_found(make: type[Detector]) -> None:
     """An injection 30 KB deep inside a 60 KB benign log still makes the artifact harmful."""
@@ -173,6 +184,13 @@ def test_deep_injection_is_found(make: type[Detector]) -> None:
     data = log[:30_000] + b"\n" + CLEAR_INJECTION + log[30_000:]
     assert verdict(make(), benign_log(60_000)) == "harmless"
     assert verdict(make(), data) == "harmful"
+
+
+@pytest.mark.parametrize("make", DETECTORS)
+def test_length_alone_does_not_make_an_artifact_harmful(make: type[Detector]) -> None:
+    """A 1 MB benign log is harmless: thousands of harmless windows do not add up to a harmful vote
+    (the semantic head flags 5 KB of these lines, 0.981, but not 1 MB of them, 0.211)."""
+    assert verdict(make(), benign_log(1_000_000)) == "harmless"
 
 
 POLITE_EXFILTRATION = (

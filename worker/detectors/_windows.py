@@ -2,24 +2,31 @@
 
 Both ``lexical`` and ``semantic`` scan every byte: the artifact is cut into
 overlapping byte windows (:func:`worker.core.segment.segment_spans`), each
-window is scored, and the artifact's score is the maximum. Max is the right
-aggregation for "does any part of this try something": a 300-byte injection
-30 KB deep in a benign log moves one window, and a mean would dilute it away.
+window is scored, and the best window decides. Max is the right aggregation
+for "does any part of this try something": a 300-byte injection 30 KB deep in
+a benign log moves one window, and a mean would dilute it away. A model
+trained with a window null reads that maximum against the number of windows
+(:mod:`worker.detectors._scan_statistic`), so that length alone does not
+raise the score.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
+import numpy as np
+
 from policies.schema import HarmPolicy
 from worker.core.detector import Artifact, verdict_output
 from worker.core.mail import decoded_text_parts
 from worker.core.models import Answer, Coverage, Verdict
 from worker.core.segment import coverage_of, segment_spans
+from worker.detectors._scan_statistic import WindowNull
 
 T = TypeVar("T")
 
@@ -53,29 +60,6 @@ def window_texts(data: bytes, spans: list[tuple[int, int]]) -> list[str]:
     return [data[start:end].decode("utf-8", errors="replace") for start, end in spans]
 
 
-def scored_answer(
-    data: bytes,
-    score_windows: Callable[[list[str]], list[float]],
-    threshold: float,
-    window: int,
-    overlap: int,
-) -> Answer:
-    """Score every window of ``data``, take the max, and answer with full coverage.
-
-    An e-mail's base64 or quoted-printable text parts are also scored decoded (what its reader
-    sees), in windows of their own; the coverage stays that of the raw bytes, all of them.
-    """
-    spans = window_spans(len(data), window, overlap)
-    texts = window_texts(data, spans)
-    for part in decoded_text_parts(data):
-        texts += window_texts(part, window_spans(len(part), window, overlap))
-    scores = score_windows(texts)
-    score = max(scores) if scores else 0.0
-    verdict: Verdict = "harmful" if score >= threshold else "harmless"
-    coverage: Coverage = coverage_of(spans, len(data), window, overlap)
-    return Answer(output=verdict_output(verdict), coverage=coverage, score=score)
-
-
 class WindowedModel(Protocol):
     # Read-only members, so that frozen dataclasses (the lexical and semantic models) conform.
     @property
@@ -84,8 +68,45 @@ class WindowedModel(Protocol):
     def window(self) -> int: ...
     @property
     def overlap(self) -> int: ...
+    @property
+    def null(self) -> WindowNull | None: ...
 
-    def probabilities(self, texts: list[str]) -> list[float]: ...
+    def logits(self, windows: list[str]) -> np.ndarray: ...
+
+
+def artifact_score(model: WindowedModel, logits: np.ndarray) -> float:
+    """The artifact's score from its windows' logits: the best window's probability, or, for a
+    model trained with a window null, one minus the chance that the best of this many harmless
+    windows scores as high (see :mod:`worker.detectors._scan_statistic`)."""
+    if logits.size == 0:
+        return 0.0
+    if model.null is None:
+        return float(1.0 / (1.0 + np.exp(-logits.max())))
+    return expit(model.null.artifact_logit(float(logits.max()), int(logits.size)))
+
+
+def expit(logit: float) -> float:
+    """The logistic function, without overflow at either end."""
+    if logit >= 0.0:
+        return 1.0 / (1.0 + math.exp(-logit))
+    odds = math.exp(logit)
+    return odds / (1.0 + odds)
+
+
+def scored_answer(data: bytes, model: WindowedModel, threshold: float) -> Answer:
+    """Score every window of ``data`` and answer with full coverage.
+
+    An e-mail's base64 or quoted-printable text parts are also scored decoded (what its reader
+    sees), in windows of their own; the coverage stays that of the raw bytes, all of them.
+    """
+    spans = window_spans(len(data), model.window, model.overlap)
+    texts = window_texts(data, spans)
+    for part in decoded_text_parts(data):
+        texts += window_texts(part, window_spans(len(part), model.window, model.overlap))
+    score = artifact_score(model, model.logits(texts))
+    verdict: Verdict = "harmful" if score >= threshold else "harmless"
+    coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
+    return Answer(output=verdict_output(verdict), coverage=coverage, score=score)
 
 
 class WindowedModelDetector:
@@ -108,4 +129,4 @@ class WindowedModelDetector:
     def answer(self, artifact: Artifact, policy: HarmPolicy) -> Answer:
         model = self.load(policy.id)
         threshold = model.threshold if self.threshold is None else self.threshold
-        return scored_answer(artifact.data, model.probabilities, threshold, model.window, model.overlap)
+        return scored_answer(artifact.data, model, threshold)

@@ -18,6 +18,7 @@ import numpy as np
 from worker.core.errors import DetectorError
 from worker.core.models import ErrorKind
 from worker.detectors._ngrams import featurize
+from worker.detectors._scan_statistic import WindowNull
 from worker.detectors._windows import WindowedModelDetector, cached, models_dir
 
 ARTIFACT = "lexical.npz"
@@ -33,6 +34,7 @@ class LexicalModel:
     window: int
     overlap: int
     threshold: float
+    null: WindowNull | None = None
 
     @classmethod
     def load(cls, path: Path) -> LexicalModel:
@@ -44,6 +46,7 @@ class LexicalModel:
                 window=int(archive["window"]),
                 overlap=int(archive["overlap"]),
                 threshold=float(archive["threshold"]),
+                null=WindowNull.from_archive(archive),
             )
 
     def logits(self, windows: list[str]) -> np.ndarray:
@@ -51,9 +54,6 @@ class LexicalModel:
         rows, buckets, values = featurize(windows, self.bits)
         sums = np.bincount(rows, weights=self.weights[buckets] * values, minlength=len(windows))
         return sums + self.bias
-
-    def probabilities(self, windows: list[str]) -> list[float]:
-        return [float(p) for p in 1.0 / (1.0 + np.exp(-self.logits(windows)))]
 
 
 def load_model(policy_id: str, directory: Path | None = None) -> LexicalModel:

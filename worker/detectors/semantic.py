@@ -18,6 +18,7 @@ import numpy as np
 from worker.core.errors import DetectorError
 from worker.core.models import ErrorKind
 from worker.detectors._embedding import EMBEDDING_DIR, Head, StaticEmbedding
+from worker.detectors._scan_statistic import WindowNull
 from worker.detectors._windows import WindowedModelDetector, cached, models_dir
 
 ARTIFACT = "semantic.npz"
@@ -32,12 +33,10 @@ class SemanticModel:
     window: int
     overlap: int
     threshold: float
+    null: WindowNull | None = None
 
     def logits(self, windows: list[str]) -> np.ndarray:
         return self.head.logits(self.embedding.features(windows))
-
-    def probabilities(self, windows: list[str]) -> list[float]:
-        return [float(p) for p in 1.0 / (1.0 + np.exp(-self.logits(windows)))]
 
 
 def load_embedding(directory: Path | None = None) -> StaticEmbedding:
@@ -62,6 +61,7 @@ def load_model(policy_id: str, directory: Path | None = None) -> SemanticModel:
                 window=int(archive["window"]),
                 overlap=int(archive["overlap"]),
                 threshold=float(archive["threshold"]),
+                null=WindowNull.from_archive(archive),
             )
 
     return cached("semantic", str(path), load)

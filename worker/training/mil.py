@@ -6,7 +6,8 @@ model as multiple-instance learning (MI-SVM style): every window of a harmless
 artifact is a negative; at first every window of a harmful artifact is a
 positive, then for ``rounds`` rounds only the witnesses stay positive (the
 windows whose logit is within ``margin`` of that artifact's best window).
-The artifact's score is its best window, exactly as at scan time.
+The artifact's score is its best window, exactly as at scan time (read against
+the number of windows where the config asks for the scan statistic).
 
 Training groups are unequal (one jailbreak corpus is a fifth of the
 prompt-injection data): each artifact is weighted ``1 / group_size**power`` so
@@ -26,6 +27,7 @@ from typing import Any, Generic, Protocol, TypedDict, TypeVar
 import numpy as np
 from sklearn.model_selection import GroupKFold
 
+from worker.detectors._scan_statistic import WindowNull
 from worker.training.data import Corpus, own_mask
 
 # Malicious-package groups are packages (mostly of one record) and GuardDog rules (up to ~70
@@ -48,6 +50,11 @@ class MilConfig:
     margin: float = 1.0
     group_power: float = 1.0
     folds: int = 5
+    # Read the best window against the number of windows (a WindowNull fitted on the out-of-fold
+    # logits of harmless windows) instead of on its own: see worker.detectors._scan_statistic.
+    # None: off; else the quantile of the policy's training artifacts' window counts up to which an
+    # artifact counts as one window (0.0: every window counts).
+    scan_statistic: float | None = None
 
 
 def artifact_weights(groups: Sequence[str], labels: np.ndarray, power: float) -> np.ndarray:
@@ -100,10 +107,12 @@ def out_of_fold(
     labels: np.ndarray,
     groups: Sequence[str],
     config: MilConfig,
-) -> np.ndarray:
-    """Artifact scores (max window logit) from models that never saw the artifact's group."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Artifact scores (max window logit) and every window's logit, from models that never saw
+    the artifact's group."""
     weights = artifact_weights(groups, labels, config.group_power)
     scores = np.zeros(len(labels))
+    window_logits = np.zeros(len(owner))
     splitter = GroupKFold(n_splits=config.folds)
     for train, test in splitter.split(np.zeros(len(labels)), labels, np.asarray(groups)):
         in_train = np.isin(owner, train)
@@ -111,9 +120,10 @@ def out_of_fold(
         local = np.full(len(labels), -1)
         local[train] = np.arange(len(train))
         model = fit_mil(make, x[in_train], local[owner[in_train]], labels[train], weights[train], config)
-        best = best_window(model.decision_function(x[in_test]), owner[in_test], len(labels))
+        window_logits[in_test] = model.decision_function(x[in_test])
+        best = best_window(window_logits[in_test], owner[in_test], len(labels))
         scores[test] = best[test]
-    return scores
+    return scores, window_logits
 
 
 def choose_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
@@ -156,9 +166,10 @@ class MilFit(Generic[ModelT]):
     """A window model fitted on all of train, with its group-CV out-of-fold scores and threshold."""
 
     model: ModelT
-    oof_scores: np.ndarray
+    oof_scores: np.ndarray  # artifact logits: the best window's, or its scan statistic (``null``)
     threshold_logit: float
     cv: CvMetrics
+    null: WindowNull | None = None
 
 
 def cross_validate_and_fit(
@@ -167,18 +178,26 @@ def cross_validate_and_fit(
     """Group-CV on ``train``, the threshold on the policy's own artifacts (borrowed code negatives
     train the model, not its threshold), then the model fitted on all of ``train``."""
     labels = np.asarray(train.labels)
-    oof = out_of_fold(make_model, x, owner, labels, train.groups, config)
+    oof, window_logits = out_of_fold(make_model, x, owner, labels, train.groups, config)
+    null = None
     own = own_mask(train)
+    if config.scan_statistic is not None:
+        counts = np.bincount(owner, minlength=len(labels))
+        reference = float(np.quantile(counts[own], config.scan_statistic))
+        null = WindowNull.fit(window_logits[labels[owner] == 0], reference_windows=reference)
+        oof = null.artifact_logits(oof, counts)
     threshold = choose_threshold(oof[own], labels[own])
     weights = artifact_weights(train.groups, labels, config.group_power)
     model = fit_mil(make_model, x, owner, labels, weights, config)
-    return MilFit(model, oof, threshold, cv_metrics(oof[own], labels[own], threshold))
+    return MilFit(model, oof, threshold, cv_metrics(oof[own], labels[own], threshold), null)
 
 
 def write_artifact(path: Path, fit: MilFit[Any], window: int, overlap: int, **arrays: Any) -> None:
-    """The run-time artifact: the model's ``arrays``, its window geometry, threshold (a
-    probability) and out-of-fold metrics."""
+    """The run-time artifact: the model's ``arrays``, its window null if any, window geometry,
+    threshold (a probability) and out-of-fold metrics."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if fit.null is not None:
+        arrays = {**arrays, **fit.null.arrays()}
     np.savez_compressed(
         path,
         **arrays,

@@ -40,9 +40,20 @@ class SemanticRecipe:
 RECIPES: dict[str, SemanticRecipe] = {
     # Injections are about intent, which a linear read of pooled vectors misses more often
     # than a small MLP does (group-CV AUC 0.85 vs 0.78 on train).
-    "prompt-injection": SemanticRecipe(window=512, overlap=128, c=1e-2, hidden=64, mil=MilConfig(rounds=1)),
+    # Both heads read their best window against the window count (worker.detectors._scan_statistic):
+    # alone, the best of a release's thousands of windows flagged 89 and 91 of 160 fresh releases.
+    # The reference length (artifacts up to the q-quantile of train's window counts count as one
+    # window) was chosen by the train group-CV quorum objective (weighted FNR + FPR + code FPR):
+    # prompt-injection, best window alone 0.2146; q = 0 0.2274, 0.5 0.2196, 0.75 0.2147, 0.9 0.2138,
+    # 0.95 0.2139, 0.99 and 1 0.2146. malicious-package, alone 0.0606; q = 0 0.0531, 0.5 0.0555,
+    # 0.75 0.0584, 0.9 and above 0.0606.
+    "prompt-injection": SemanticRecipe(
+        window=512, overlap=128, c=1e-2, hidden=64, mil=MilConfig(rounds=1, scan_statistic=0.9)
+    ),
     "malicious-package": SemanticRecipe(
-        window=2048, overlap=256, mil=MilConfig(rounds=1, group_power=MALWARE_GROUP_POWER)
+        window=2048,
+        overlap=256,
+        mil=MilConfig(rounds=1, group_power=MALWARE_GROUP_POWER, scan_statistic=0.0),
     ),
 }
 
