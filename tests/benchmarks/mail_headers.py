@@ -57,9 +57,9 @@ def headers(rng: random.Random, domains: tuple[str, ...] = DOMAINS) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def evaluate(path: Path, policy: str) -> list[dict[str, object]]:
+def evaluate(path: Path, policy: str, setups: tuple[str, ...] = SETUPS) -> list[dict[str, object]]:
     args = [sys.executable, "-m", "worker", "eval", "--policy", policy, "--json"]
-    for setup in SETUPS:
+    for setup in setups:
         args += ["-d", setup]
     done = subprocess.run([*args, str(path)], capture_output=True, text=True, cwd=ROOT, check=True)
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]  # one per setup

@@ -92,12 +92,12 @@ def benign_log(size: int) -> bytes:
 # the best of this many harmless windows scores as high as the artifact's best window.
 SEMANTIC_MISSES_BENIGN_LEAD_IN = pytest.mark.xfail(
     strict=True,
-    reason="known weakness: the static-embedding head scores this benign-lead-in injection 0.943 < 0.952",
+    reason="known weakness: the static-embedding head scores this benign-lead-in injection 0.943 < 0.953",
 )
-SEMANTIC_MISSES_DEEP_LEAD_IN = pytest.mark.xfail(
+SEMANTIC_FLAGS_LOGS_MISSES_LEAD_IN = pytest.mark.xfail(
     strict=True,
-    reason="known weakness: the PI head misses this injection even alone (0.943 < 0.952), so 30 KB deep"
-    " in a log too (0.817); the log without it is harmless (0.911)",
+    reason="known weakness: the PI head scores structured log lines as harmful (this 60 KB log 0.974 >= 0.953;"
+    " out of distribution), and misses this injection even alone (0.943)",
 )
 SEMANTIC_FLAGS_SHORT_TEXT = pytest.mark.xfail(
     strict=True,
@@ -176,7 +176,7 @@ def test_coverage_is_complete_on_100kb(make: type[Detector]) -> None:
 
 
 @pytest.mark.parametrize(
-    "make", [LexicalDetector, pytest.param(SemanticDetector, marks=SEMANTIC_MISSES_DEEP_LEAD_IN)]
+    "make", [LexicalDetector, pytest.param(SemanticDetector, marks=SEMANTIC_FLAGS_LOGS_MISSES_LEAD_IN)]
 )
 def test_deep_injection_is_found(make: type[Detector]) -> None:
     """An injection 30 KB deep inside a 60 KB benign log still makes the artifact harmful."""
@@ -189,7 +189,7 @@ def test_deep_injection_is_found(make: type[Detector]) -> None:
 @pytest.mark.parametrize("make", DETECTORS)
 def test_length_alone_does_not_make_an_artifact_harmful(make: type[Detector]) -> None:
     """A 1 MB benign log is harmless: thousands of harmless windows do not add up to a harmful vote
-    (the semantic head flags 5 KB of these lines, 0.981, but not 1 MB of them, 0.211)."""
+    (the semantic head flags 5 KB of these lines, 0.985, but not 1 MB of them, 0.641)."""
     assert verdict(make(), benign_log(1_000_000)) == "harmless"
 
 

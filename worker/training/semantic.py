@@ -43,12 +43,15 @@ RECIPES: dict[str, SemanticRecipe] = {
     # Both heads read their best window against the window count (worker.detectors._scan_statistic):
     # alone, the best of a release's thousands of windows flagged 89 and 91 of 160 fresh releases.
     # The reference length (artifacts up to the q-quantile of train's window counts count as one
-    # window) was chosen by the train group-CV quorum objective (weighted FNR + FPR + code FPR):
-    # prompt-injection, best window alone 0.2146; q = 0 0.2274, 0.5 0.2196, 0.75 0.2147, 0.9 0.2138,
-    # 0.95 0.2139, 0.99 and 1 0.2146. malicious-package, alone 0.0606; q = 0 0.0531, 0.5 0.0555,
-    # 0.75 0.0584, 0.9 and above 0.0606.
+    # window) by the train group-CV quorum objective (weighted FNR + FPR + code FPR;
+    # tests/benchmarks/scan_statistic.py): prompt-injection, best window alone 0.2146; q = 0 0.2274,
+    # 0.5 0.2196, 0.75 0.2147, 0.9 0.2138, 0.95 0.2139, 0.99 and 1 0.2146. malicious-package, alone
+    # 0.0606; q = 0 0.0531, 0.5 0.0555, 0.75 0.0584, 0.9 and above 0.0606. Where train cannot tell
+    # settings apart (within 0.001 of its best), the largest reference: it discounts only artifacts
+    # longer than train's longest, and so costs the least sensitivity on long artifacts
+    # (tests/benchmarks/planted.py). Prompt-injection: q = 1 (35 windows); malicious-package: q = 0.
     "prompt-injection": SemanticRecipe(
-        window=512, overlap=128, c=1e-2, hidden=64, mil=MilConfig(rounds=1, scan_statistic=0.9)
+        window=512, overlap=128, c=1e-2, hidden=64, mil=MilConfig(rounds=1, scan_statistic=1.0)
     ),
     "malicious-package": SemanticRecipe(
         window=2048,
