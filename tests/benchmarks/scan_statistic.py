@@ -36,7 +36,7 @@ from worker.training.data import (  # noqa: E402
     with_code_negatives,
 )
 from worker.training.ensemble import choose_ensemble_thresholds  # noqa: E402
-from worker.training.mil import out_of_fold  # noqa: E402
+from worker.training.mil import out_of_fold, window_null  # noqa: E402
 
 QUANTILES = (0.0, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0)
 
@@ -72,16 +72,13 @@ def sweep(policy: str, cache: Path | None) -> None:
         lambda: semantic.ScaledHead(sem_recipe), features, owner, labels, train.groups, sem_recipe.mil
     )
     counts = np.bincount(owner, minlength=len(labels))
-    harmless_windows = sem_windows[labels[owner] == 0]
     releases = release_best_windows(policy, cache) if cache else []
     print(f"\n{policy}: {len(labels)} train artifacts, {owner.size} semantic windows")
     print(f"{'semantic vote':36} {'objective':>9} {'FNR':>7} {'FPR':>7} {'code FPR':>8}  releases flagged")
     settings: list[tuple[str, WindowNull | None]] = [("best window alone", None)]
     for q in QUANTILES:
-        reference = float(np.quantile(counts[own], q))
-        settings.append(
-            (f"scan statistic, q={q} ({reference:.0f} windows)", WindowNull.fit(harmless_windows, reference))
-        )
+        null = window_null(sem_windows, owner, labels, own, q)
+        settings.append((f"scan statistic, q={q} ({null.reference_windows:.0f} windows)", null))
     for name, null in settings:
         scores = sem_best if null is None else null.artifact_logits(sem_best, counts)
         choice = choose_ensemble_thresholds(policy, train, lex_oof, scores)

@@ -80,7 +80,7 @@ def artifact_score(model: WindowedModel, logits: np.ndarray) -> float:
     windows scores as high (see :mod:`worker.detectors._scan_statistic`)."""
     if logits.size == 0:
         return 0.0
-    if model.null is None:
+    if model.null is None:  # in the logits' own dtype, as the vote was computed before nulls existed
         return float(1.0 / (1.0 + np.exp(-logits.max())))
     return expit(model.null.artifact_logit(float(logits.max()), int(logits.size)))
 

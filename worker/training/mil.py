@@ -126,6 +126,15 @@ def out_of_fold(
     return scores, window_logits
 
 
+def window_null(
+    window_logits: np.ndarray, owner: np.ndarray, labels: np.ndarray, own: np.ndarray, quantile: float
+) -> WindowNull:
+    """The null of the harmless windows' out-of-fold logits; artifacts up to the ``quantile`` of the
+    policy's own artifacts' window counts count as one window."""
+    counts = np.bincount(owner, minlength=len(labels))
+    return WindowNull.fit(window_logits[labels[owner] == 0], float(np.quantile(counts[own], quantile)))
+
+
 def choose_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
     """The logit cut that minimises FNR + FPR on out-of-fold scores (midpoint between neighbours)."""
     candidates = np.unique(scores)
@@ -182,10 +191,8 @@ def cross_validate_and_fit(
     null = None
     own = own_mask(train)
     if config.scan_statistic is not None:
-        counts = np.bincount(owner, minlength=len(labels))
-        reference = float(np.quantile(counts[own], config.scan_statistic))
-        null = WindowNull.fit(window_logits[labels[owner] == 0], reference_windows=reference)
-        oof = null.artifact_logits(oof, counts)
+        null = window_null(window_logits, owner, labels, own, config.scan_statistic)
+        oof = null.artifact_logits(oof, np.bincount(owner, minlength=len(labels)))
     threshold = choose_threshold(oof[own], labels[own])
     weights = artifact_weights(train.groups, labels, config.group_power)
     model = fit_mil(make_model, x, owner, labels, weights, config)
