@@ -4,7 +4,9 @@ Steps: distil the static MiniLM embedding (skipped when already shipped; the
 only step that needs torch), then for each policy and detector: group-aware
 5-fold CV on the train split, pick the threshold on the out-of-fold scores,
 fit on all of train and write ``worker/models/<policy>/<detector>.npz``.
-Dev is never read here.
+Prompt-injection records are also scored as planted copies inside code (out of
+fold, never trained on unless ``--train-on-copies``): the summary reports the
+quorum's FNR / FPR on them. Dev is never read here.
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from worker.detectors._windows import models_dir
-from worker.training.data import POLICIES, default_datasets_dir, load_corpus, own_mask, with_code_negatives
+from worker.training.data import (
+    POLICIES,
+    default_datasets_dir,
+    load_corpus,
+    own_mask,
+    planted_mask,
+    with_code_negatives,
+    with_planted_copies,
+)
 from worker.training.mil import error_rates
 
 if TYPE_CHECKING:  # the trainers themselves are imported lazily, in the loop below
@@ -39,6 +49,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--datasets-dir", type=Path, default=None, help="default: $CANARY_DATASETS_DIR or ../shared/datasets"
     )
     parser.add_argument("--out-dir", type=Path, default=None, help="default: the worker/models package")
+    parser.add_argument(
+        "--train-on-copies",
+        action="store_true",
+        help="also train on the planted copies and count their errors in the quorum objective "
+        "(an experiment, not the shipped recipe; by default the copies are only scored)",
+    )
     parser.add_argument(
         "--redistill", action="store_true", help="distil the static embedding even if shipped"
     )
@@ -60,6 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     summary: dict[str, dict[str, object]] = {}
     for policy in args.policy or list(POLICIES):
         train = with_code_negatives(load_corpus(datasets, policy, "train"), datasets, policy, "train")
+        train = with_planted_copies(train, datasets, policy, "train")
         labels = np.asarray(train.labels)
         oof: dict[str, np.ndarray] = {}
         for detector in detectors:
@@ -67,11 +84,11 @@ def main(argv: list[str] | None = None) -> None:
             if detector == "lexical":
                 from worker.training.lexical import train_lexical
 
-                result = train_lexical(policy, train, out_dir)
+                result = train_lexical(policy, train, out_dir, train_on_copies=args.train_on_copies)
             else:
                 from worker.training.semantic import train_semantic
 
-                result = train_semantic(policy, train, out_dir)
+                result = train_semantic(policy, train, out_dir, train_on_copies=args.train_on_copies)
             own = own_mask(train)
             fnr, fpr = error_rates(result.oof_scores[own], labels[own], result.threshold_logit)
             summary[f"{policy}/{detector}"] = {"cv_fnr": round(fnr, 4), "cv_fpr": round(fpr, 4)}
@@ -80,7 +97,9 @@ def main(argv: list[str] | None = None) -> None:
         if policy in ENSEMBLE_CALIBRATED and set(oof) == set(DETECTORS):
             from worker.training.ensemble import choose_ensemble_thresholds, store_threshold
 
-            choice = choose_ensemble_thresholds(policy, train, oof["lexical"], oof["semantic"])
+            choice = choose_ensemble_thresholds(
+                policy, train, oof["lexical"], oof["semantic"], planted_weight=float(args.train_on_copies)
+            )
             store_threshold(out_dir / policy / "lexical.npz", choice.lexical_logit)
             store_threshold(out_dir / policy / "semantic.npz", choice.semantic_logit)
             summary[f"{policy}/ensemble"] = {
@@ -88,6 +107,9 @@ def main(argv: list[str] | None = None) -> None:
                 "cv_fpr": round(choice.fpr, 4),
                 "cv_code_fpr": round(choice.code_fpr, 4),
             }
+            if planted_mask(train).any():  # the records inside code (scored, or trained on too)
+                summary[f"{policy}/ensemble"]["cv_planted_fnr"] = round(choice.planted_fnr, 4)
+                summary[f"{policy}/ensemble"]["cv_planted_fpr"] = round(choice.planted_fpr, 4)
             print(f"[ensemble:{policy}] group-CV on train: {choice}", flush=True)
     print(json.dumps(summary, indent=2))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,8 +50,18 @@ def load_corpus(datasets_dir: Path, policy: str, split: str) -> Corpus:
 
 
 def own_mask(corpus: Corpus) -> np.ndarray:
-    """True for the policy's own records, False for borrowed code negatives."""
-    return np.array([not g.startswith(CODE_GROUP_PREFIX) for g in corpus.groups])
+    """True for the policy's own records, False for borrowed code negatives and planted copies."""
+    return np.array(
+        [
+            not g.startswith(CODE_GROUP_PREFIX) and not i.endswith(PLANTED_SUFFIX)
+            for g, i in zip(corpus.groups, corpus.ids, strict=True)
+        ]
+    )
+
+
+def planted_mask(corpus: Corpus) -> np.ndarray:
+    """True for the planted copies of harmful records (see :func:`with_planted_copies`)."""
+    return np.array([i.endswith(PLANTED_SUFFIX) for i in corpus.ids])
 
 
 # Prompt-injection models never saw code, yet package diffs are a large share of what they gate
@@ -89,4 +100,63 @@ def with_code_negatives(corpus: Corpus, datasets_dir: Path, policy: str, split: 
             labels.append(0)
             groups.append(f"{CODE_GROUP_PREFIX}{group}")
             ids.append(f"{id_}#{index}")
+    return Corpus(texts=texts, labels=labels, groups=groups, ids=ids)
+
+
+# An injection in a package diff sits inside code, cut at any offset by the scan windows, while
+# every train record is bare text that starts at a window boundary. Each of the policy's own
+# records also gets a planted copy, with its label: the record (as it is, or as added lines, or as
+# added comment lines) between two pieces of a harmless diff of the same split, each shorter than
+# one window (the prompt-injection models' 512 bytes), so every window of a copy but at most the
+# last holds part of the record. A copy is in its record's CV group and counts in no threshold or
+# error rate of the record's own (``own_mask``). By default the copies are only scored out of fold:
+# training reports the quorum's FNR / FPR on records inside code (``EnsembleChoice.planted_*``)
+# without changing a model. ``python -m worker.training --train-on-copies`` also trains on them
+# (tried, not shipped: README, "Injections inside code").
+PLANTED: dict[str, str] = {"prompt-injection": "malicious-package"}
+PLANTED_SUFFIX = "#planted"
+PLANTED_CONTEXT = 512
+_LINE_PREFIXES = ("", "+", "+# ", "+// ")
+
+
+def _code_piece(rng: random.Random, code: list[bytes], size: int, before: bool) -> str:
+    """At most ``size`` bytes of a random harmless diff: ending at a line end (``before`` the record)
+    or starting at a line start (after it)."""
+    data = rng.choice(code)
+    cut = rng.randrange(len(data) + 1)
+    if before:
+        end = data.find(b"\n", cut) + 1 or len(data)
+        return data[max(0, end - size) : end].decode("utf-8", errors="ignore").removesuffix("\n")
+    start = data.rfind(b"\n", 0, cut) + 1
+    return data[start : start + size].decode("utf-8", errors="ignore")
+
+
+def planted(rng: random.Random, text: str, code: list[bytes], context: int = PLANTED_CONTEXT) -> str:
+    """``text`` formatted as one of ``_LINE_PREFIXES`` and set between two short pieces of ``code``."""
+    prefix = rng.choice(_LINE_PREFIXES)
+    body = "\n".join(prefix + line for line in text.split("\n")) if prefix else text
+    before = _code_piece(rng, code, rng.randrange(context - 1), before=True)
+    after = _code_piece(rng, code, rng.randrange(context), before=False)
+    return f"{before}\n{body}\n{after}"
+
+
+def with_planted_copies(corpus: Corpus, datasets_dir: Path, policy: str, split: str, seed: int = 0) -> Corpus:
+    """``corpus`` plus one planted copy of each of its own records, if the policy has ``PLANTED``."""
+    source = PLANTED.get(policy)
+    if source is None:
+        return corpus
+    code_corpus = load_corpus(datasets_dir, source, split)
+    code = [
+        t.encode("utf-8") for t, label in zip(code_corpus.texts, code_corpus.labels, strict=True) if not label
+    ]
+    rng = random.Random(seed)
+    own = own_mask(corpus)
+    texts, labels = list(corpus.texts), list(corpus.labels)
+    groups, ids = list(corpus.groups), list(corpus.ids)
+    for index in range(len(corpus.texts)):
+        if own[index]:
+            texts.append(planted(rng, corpus.texts[index], code))
+            labels.append(corpus.labels[index])
+            groups.append(corpus.groups[index])
+            ids.append(corpus.ids[index] + PLANTED_SUFFIX)
     return Corpus(texts=texts, labels=labels, groups=groups, ids=ids)

@@ -9,7 +9,9 @@ grid of threshold pairs, and returns the best. Train only; dev is never read.
 
 Objective: FNR + FPR on the policy's own corpus + FPR on the extra code
 negatives (a diff is a large share of what is gated), each artifact weighted
-``1/sqrt(group size)`` so a big family does not decide alone.
+``1/sqrt(group size)`` so a big family does not decide alone. The quorum's FNR
+and FPR on the records' planted copies (records inside code) are reported
+beside it, and count in it only when asked (``planted_weight``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 from policies.loader import load_policy
 from worker.core.precheck import scan_policy
 from worker.detectors.rules import DEFAULT_RATIO
-from worker.training.data import CODE_GROUP_PREFIX, Corpus
+from worker.training.data import CODE_GROUP_PREFIX, Corpus, own_mask, planted_mask
 
 GRID = 80  # candidate thresholds per model (quantiles of its out-of-fold scores)
 # A quorum member must stay a vote: with a precise rules voter the search would otherwise loosen a
@@ -41,6 +43,8 @@ class EnsembleChoice:
     fnr: float
     fpr: float
     code_fpr: float
+    planted_fnr: float = 0.0  # FNR and FPR on the planted copies (reported; optimised only if weighted)
+    planted_fpr: float = 0.0
 
 
 def rules_scores(policy_id: str, texts: list[str]) -> np.ndarray:
@@ -49,8 +53,9 @@ def rules_scores(policy_id: str, texts: list[str]) -> np.ndarray:
     return np.array([scan_policy(text.encode("utf-8"), policy).score for text in texts])
 
 
-def _weights(groups: list[str], power: float = 0.5) -> np.ndarray:
-    sizes = Counter(groups)
+def _weights(groups: list[str], counted: np.ndarray, power: float = 0.5) -> np.ndarray:
+    """``1/sqrt(group size)``, the size counting only the ``counted`` artifacts (not planted copies)."""
+    sizes = Counter(g for g, c in zip(groups, counted, strict=True) if c)
     return np.array([sizes[g] ** -power for g in groups])
 
 
@@ -62,9 +67,14 @@ def _rate(wrong: np.ndarray, weights: np.ndarray, mask: np.ndarray) -> np.ndarra
 
 
 def choose_ensemble_thresholds(
-    policy_id: str, train: Corpus, lexical_oof: np.ndarray, semantic_oof: np.ndarray
+    policy_id: str,
+    train: Corpus,
+    lexical_oof: np.ndarray,
+    semantic_oof: np.ndarray,
+    planted_weight: float = 0.0,
 ) -> EnsembleChoice:
-    """The (lexical, semantic) logit thresholds that minimise the simulated quorum's errors."""
+    """The (lexical, semantic) logit thresholds that minimise the simulated quorum's errors; the
+    planted copies' FNR + FPR count ``planted_weight`` times in the objective (0: reported only)."""
     policy = load_policy(policy_id)
     block = policy.precheck.block_score
     rules = rules_scores(policy_id, train.texts)
@@ -72,11 +82,13 @@ def choose_ensemble_thresholds(
     rules_vote = (rules >= DEFAULT_RATIO * block).astype(np.int8)
     labels = np.asarray(train.labels)
     code = np.array([g.startswith(CODE_GROUP_PREFIX) for g in train.groups])
-    weights = _weights(train.groups)
-    positive, negative, code_negative = (labels == 1) & ~code, (labels == 0) & ~code, (labels == 0) & code
+    planted = planted_mask(train)
+    weights = _weights(train.groups, ~planted)
+    own = own_mask(train)
+    positive, negative, code_negative = (labels == 1) & own, (labels == 0) & own, (labels == 0) & code
     grid = np.linspace(0.0, 1.0, GRID)
-    lex_cuts = _capped(np.quantile(lexical_oof[~code], grid), lexical_oof, weights, negative)
-    sem_cuts = _capped(np.quantile(semantic_oof[~code], grid), semantic_oof, weights, negative)
+    lex_cuts = _capped(np.quantile(lexical_oof[own], grid), lexical_oof, weights, negative)
+    sem_cuts = _capped(np.quantile(semantic_oof[own], grid), semantic_oof, weights, negative)
     lex_votes = (lexical_oof[:, None] >= lex_cuts[None, :]).astype(np.int8)  # n x G
     best: EnsembleChoice | None = None
     best_cost = np.inf
@@ -87,11 +99,25 @@ def choose_ensemble_thresholds(
         fpr = _rate(harmful, weights, negative)
         code_fpr = _rate(harmful, weights, code_negative) if code_negative.any() else np.zeros(len(lex_cuts))
         cost = fnr + fpr + code_fpr
+        if planted_weight and planted.any():
+            planted_errors = _rate(~harmful, weights, planted & (labels == 1)) + _rate(
+                harmful, weights, planted & (labels == 0)
+            )
+            cost = cost + planted_weight * planted_errors
         i = int(np.argmin(cost))
         if cost[i] < best_cost:
             best_cost = float(cost[i])
+            chosen = harmful[:, i : i + 1]
+            planted_fnr = float(_rate(~chosen, weights, planted & (labels == 1))[0])
+            planted_fpr = float(_rate(chosen, weights, planted & (labels == 0))[0])
             best = EnsembleChoice(
-                float(lex_cuts[i]), float(sem_cut), float(fnr[i]), float(fpr[i]), float(code_fpr[i])
+                float(lex_cuts[i]),
+                float(sem_cut),
+                float(fnr[i]),
+                float(fpr[i]),
+                float(code_fpr[i]),
+                planted_fnr,
+                planted_fpr,
             )
     assert best is not None
     return best

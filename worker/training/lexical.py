@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -73,13 +73,16 @@ def _classifier(recipe: LexicalRecipe) -> SGDClassifier:
     )
 
 
-def train_lexical(policy: str, train: Corpus, out_dir: Path, log: bool = True) -> MilFit[SGDClassifier]:
+def train_lexical(
+    policy: str, train: Corpus, out_dir: Path, log: bool = True, train_on_copies: bool = False
+) -> MilFit[SGDClassifier]:
     """Cross-validate on ``train`` by group, pick the threshold, fit on all of it, write the artifact."""
     recipe = RECIPES[policy]
     matrix, owner = window_matrix(train.texts, recipe)
     if log:
         print(f"[lexical:{policy}] {matrix.shape[0]} windows, {matrix.nnz} non-zeros")
-    fit = cross_validate_and_fit(lambda: _classifier(recipe), matrix, owner, train, recipe.mil)
+    mil = replace(recipe.mil, train_on_copies=train_on_copies)
+    fit = cross_validate_and_fit(lambda: _classifier(recipe), matrix, owner, train, mil)
     write_artifact(
         out_dir / policy / ARTIFACT,
         fit,

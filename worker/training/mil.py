@@ -28,7 +28,7 @@ import numpy as np
 from sklearn.model_selection import GroupKFold
 
 from worker.detectors._scan_statistic import WindowNull
-from worker.training.data import Corpus, own_mask
+from worker.training.data import Corpus, own_mask, planted_mask
 
 # Malicious-package groups are packages (mostly of one record) and GuardDog rules (up to ~70
 # fixtures each): weighting 1/size would drown the GuardDog families, 1/sqrt(size) does not.
@@ -55,6 +55,10 @@ class MilConfig:
     # None: off; else the quantile of the policy's training artifacts' window counts up to which an
     # artifact counts as one window (0.0: every window counts).
     scan_statistic: float | None = None
+    # Planted copies of the records (worker.training.data.with_planted_copies), if the corpus has
+    # any: False, they are only scored out of fold, so the model is exactly the one trained without
+    # them and training reports how it does on records inside code; True, they are trained on too.
+    train_on_copies: bool = False
 
 
 def artifact_weights(groups: Sequence[str], labels: np.ndarray, power: float) -> np.ndarray:
@@ -65,6 +69,15 @@ def artifact_weights(groups: Sequence[str], labels: np.ndarray, power: float) ->
         mask = labels == label
         if mask.any():
             weights[mask] *= len(labels) / (2.0 * weights[mask].sum())
+    return weights
+
+
+def fitted_weights(groups: Sequence[str], labels: np.ndarray, power: float, fitted: np.ndarray) -> np.ndarray:
+    """:func:`artifact_weights` of the ``fitted`` artifacts, computed among them alone; 0 elsewhere."""
+    weights = np.zeros(len(labels))
+    weights[fitted] = artifact_weights(
+        [g for g, f in zip(groups, fitted, strict=True) if f], labels[fitted], power
+    )
     return weights
 
 
@@ -83,10 +96,12 @@ def fit_mil(
     weights: np.ndarray,
     config: MilConfig,
 ) -> ModelT:
-    """Fit a window model on ``x`` (rows owned by artifacts ``owner``) by witness refinement."""
+    """Fit a window model on ``x`` (rows owned by artifacts ``owner``) by witness refinement;
+    artifacts of weight 0 are left out."""
     window_labels = labels[owner]
     window_weights = weights[owner]
-    keep = np.ones(len(owner), dtype=bool)
+    fitted = window_weights > 0
+    keep = fitted
     model = make()
     for round_ in range(config.rounds + 1):
         model = make()
@@ -96,7 +111,7 @@ def fit_mil(
             break
         logits = model.decision_function(x)
         best = best_window(logits, owner, len(labels))
-        keep = (window_labels == 0) | (logits >= best[owner] - config.margin)
+        keep = fitted & ((window_labels == 0) | (logits >= best[owner] - config.margin))
     return model
 
 
@@ -107,14 +122,22 @@ def out_of_fold(
     labels: np.ndarray,
     groups: Sequence[str],
     config: MilConfig,
+    copies: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Artifact scores (max window logit) and every window's logit, from models that never saw
-    the artifact's group."""
-    weights = artifact_weights(groups, labels, config.group_power)
+    the artifact's group. The folds are those of the artifacts that are not ``copies``; a copy
+    is in its group's fold (trained on only if ``config.train_on_copies``)."""
+    copies = np.zeros(len(labels), dtype=bool) if copies is None else copies
+    fitted = np.ones(len(labels), dtype=bool) if config.train_on_copies else ~copies
+    weights = fitted_weights(groups, labels, config.group_power, fitted)
     scores = np.zeros(len(labels))
     window_logits = np.zeros(len(owner))
     splitter = GroupKFold(n_splits=config.folds)
-    for train, test in splitter.split(np.zeros(len(labels)), labels, np.asarray(groups)):
+    by_group = np.asarray(groups)
+    base = np.flatnonzero(~copies)
+    for _, base_test in splitter.split(base, labels[base], by_group[base]):
+        in_test_fold = np.isin(by_group, by_group[base[base_test]])
+        train, test = np.flatnonzero(~in_test_fold), np.flatnonzero(in_test_fold)
         in_train = np.isin(owner, train)
         in_test = np.isin(owner, test)
         local = np.full(len(labels), -1)
@@ -187,14 +210,17 @@ def cross_validate_and_fit(
     """Group-CV on ``train``, the threshold on the policy's own artifacts (borrowed code negatives
     train the model, not its threshold), then the model fitted on all of ``train``."""
     labels = np.asarray(train.labels)
-    oof, window_logits = out_of_fold(make_model, x, owner, labels, train.groups, config)
+    copies = planted_mask(train)
+    oof, window_logits = out_of_fold(make_model, x, owner, labels, train.groups, config, copies)
     null = None
     own = own_mask(train)
     if config.scan_statistic is not None:
-        null = window_null(window_logits, owner, labels, own, config.scan_statistic)
+        original = ~copies[owner]  # the null is that of the harmless windows of the corpus itself
+        null = window_null(window_logits[original], owner[original], labels, own, config.scan_statistic)
         oof = null.artifact_logits(oof, np.bincount(owner, minlength=len(labels)))
     threshold = choose_threshold(oof[own], labels[own])
-    weights = artifact_weights(train.groups, labels, config.group_power)
+    fitted = np.ones(len(labels), dtype=bool) if config.train_on_copies else ~copies
+    weights = fitted_weights(train.groups, labels, config.group_power, fitted)
     model = fit_mil(make_model, x, owner, labels, weights, config)
     return MilFit(model, oof, threshold, cv_metrics(oof[own], labels[own], threshold), null)
 

@@ -7,7 +7,7 @@ shipped (distilled) matrix, so training and scanning see the same numbers.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -117,13 +117,16 @@ def window_features(
     return np.concatenate(chunks), owner
 
 
-def train_semantic(policy: str, train: Corpus, out_dir: Path, log: bool = True) -> MilFit[ScaledHead]:
+def train_semantic(
+    policy: str, train: Corpus, out_dir: Path, log: bool = True, train_on_copies: bool = False
+) -> MilFit[ScaledHead]:
     """Cross-validate on ``train`` by group, pick the threshold, fit on all of it, write the head."""
     recipe = RECIPES[policy]
     embedding = StaticEmbedding.load(out_dir / EMBEDDING_DIR)
     features, owner = window_features(train.texts, embedding, recipe)
     if log:
         print(f"[semantic:{policy}] {features.shape[0]} windows of {features.shape[1]} features")
-    fit = cross_validate_and_fit(lambda: ScaledHead(recipe), features, owner, train, recipe.mil)
+    mil = replace(recipe.mil, train_on_copies=train_on_copies)
+    fit = cross_validate_and_fit(lambda: ScaledHead(recipe), features, owner, train, mil)
     write_artifact(out_dir / policy / ARTIFACT, fit, recipe.window, recipe.overlap, **fit.model.arrays())
     return fit
