@@ -60,7 +60,7 @@ def own_mask(corpus: Corpus) -> np.ndarray:
 
 
 def planted_mask(corpus: Corpus) -> np.ndarray:
-    """True for the planted copies of harmful records (see :func:`with_planted_copies`)."""
+    """True for the planted copies of records (see :func:`with_planted_copies`)."""
     return np.array([i.endswith(PLANTED_SUFFIX) for i in corpus.ids])
 
 

@@ -86,6 +86,7 @@ def choose_ensemble_thresholds(
     weights = _weights(train.groups, ~planted)
     own = own_mask(train)
     positive, negative, code_negative = (labels == 1) & own, (labels == 0) & own, (labels == 0) & code
+    planted_positive, planted_negative = planted & (labels == 1), planted & (labels == 0)
     grid = np.linspace(0.0, 1.0, GRID)
     lex_cuts = _capped(np.quantile(lexical_oof[own], grid), lexical_oof, weights, negative)
     sem_cuts = _capped(np.quantile(semantic_oof[own], grid), semantic_oof, weights, negative)
@@ -98,26 +99,20 @@ def choose_ensemble_thresholds(
         fnr = _rate(~harmful, weights, positive)
         fpr = _rate(harmful, weights, negative)
         code_fpr = _rate(harmful, weights, code_negative) if code_negative.any() else np.zeros(len(lex_cuts))
-        cost = fnr + fpr + code_fpr
-        if planted_weight and planted.any():
-            planted_errors = _rate(~harmful, weights, planted & (labels == 1)) + _rate(
-                harmful, weights, planted & (labels == 0)
-            )
-            cost = cost + planted_weight * planted_errors
+        planted_fnr = _rate(~harmful, weights, planted_positive)  # zeros without copies
+        planted_fpr = _rate(harmful, weights, planted_negative)
+        cost = fnr + fpr + code_fpr + planted_weight * (planted_fnr + planted_fpr)
         i = int(np.argmin(cost))
         if cost[i] < best_cost:
             best_cost = float(cost[i])
-            chosen = harmful[:, i : i + 1]
-            planted_fnr = float(_rate(~chosen, weights, planted & (labels == 1))[0])
-            planted_fpr = float(_rate(chosen, weights, planted & (labels == 0))[0])
             best = EnsembleChoice(
                 float(lex_cuts[i]),
                 float(sem_cut),
                 float(fnr[i]),
                 float(fpr[i]),
                 float(code_fpr[i]),
-                planted_fnr,
-                planted_fpr,
+                float(planted_fnr[i]),
+                float(planted_fpr[i]),
             )
     assert best is not None
     return best

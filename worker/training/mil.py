@@ -72,11 +72,15 @@ def artifact_weights(groups: Sequence[str], labels: np.ndarray, power: float) ->
     return weights
 
 
-def fitted_weights(groups: Sequence[str], labels: np.ndarray, power: float, fitted: np.ndarray) -> np.ndarray:
-    """:func:`artifact_weights` of the ``fitted`` artifacts, computed among them alone; 0 elsewhere."""
+def fitted_weights(
+    groups: Sequence[str], labels: np.ndarray, config: MilConfig, copies: np.ndarray
+) -> np.ndarray:
+    """:func:`artifact_weights` of the artifacts the model is fitted on (the copies only if
+    ``config.train_on_copies``), computed among them alone; 0 for the others."""
+    fitted = np.ones(len(labels), dtype=bool) if config.train_on_copies else ~copies
     weights = np.zeros(len(labels))
     weights[fitted] = artifact_weights(
-        [g for g, f in zip(groups, fitted, strict=True) if f], labels[fitted], power
+        [g for g, f in zip(groups, fitted, strict=True) if f], labels[fitted], config.group_power
     )
     return weights
 
@@ -128,8 +132,7 @@ def out_of_fold(
     the artifact's group. The folds are those of the artifacts that are not ``copies``; a copy
     is in its group's fold (trained on only if ``config.train_on_copies``)."""
     copies = np.zeros(len(labels), dtype=bool) if copies is None else copies
-    fitted = np.ones(len(labels), dtype=bool) if config.train_on_copies else ~copies
-    weights = fitted_weights(groups, labels, config.group_power, fitted)
+    weights = fitted_weights(groups, labels, config, copies)
     scores = np.zeros(len(labels))
     window_logits = np.zeros(len(owner))
     splitter = GroupKFold(n_splits=config.folds)
@@ -219,8 +222,7 @@ def cross_validate_and_fit(
         null = window_null(window_logits[original], owner[original], labels, own, config.scan_statistic)
         oof = null.artifact_logits(oof, np.bincount(owner, minlength=len(labels)))
     threshold = choose_threshold(oof[own], labels[own])
-    fitted = np.ones(len(labels), dtype=bool) if config.train_on_copies else ~copies
-    weights = fitted_weights(train.groups, labels, config.group_power, fitted)
+    weights = fitted_weights(train.groups, labels, config, copies)
     model = fit_mil(make_model, x, owner, labels, weights, config)
     return MilFit(model, oof, threshold, cv_metrics(oof[own], labels[own], threshold), null)
 
