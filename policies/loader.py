@@ -1,9 +1,10 @@
 """Load versioned YAML policies from this package (or a path) and fingerprint them.
 
-A policy's ``sha256`` covers its YAML and every rule file it names, so a gate's recorded
-fingerprint says exactly which rules judged it. Every load looks at the files (a ``stat``
-each) and only new content is read, parsed and validated: an edited policy or rule file takes
-effect in every process on its next gate, with no restart and no stale cache.
+A policy's ``sha256`` covers its YAML, every rule file it names and every model file its
+local model detectors read, so a gate's recorded fingerprint says exactly which rules and
+models judged it. Every load looks at the files (a ``stat`` each) and only new content is
+read, parsed and validated: an edited policy or rule file, or a retrained model, takes effect
+in every process on its next gate, with no restart and no stale cache.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import hashlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,6 +25,15 @@ from policies.schema import HarmPolicy
 
 POLICY_DIR = Path(__file__).resolve().parent
 RULES_DIR = POLICY_DIR / "rules"
+
+# The files a local model detector of each kind reads, relative to its ``models_dir`` option
+# (default: the package data of ``worker.models``); ``{policy}`` is the policy's id. They are
+# part of the fingerprint: a retrained model is a new policy version, as an edited rule file is.
+MODEL_FILES: dict[str, tuple[str, ...]] = {
+    "lexical": ("{policy}/lexical.npz",),
+    "semantic": ("{policy}/semantic.npz", "minilm-static/embeddings.npz", "minilm-static/tokenizer.json"),
+}
+ABSENT = "absent"  # the digest of a model file that is not there (its detector votes unavailable)
 
 
 class PolicyError(Exception):
@@ -51,7 +63,7 @@ class _Seen(NamedTuple):
     content: FileContent
 
 
-_SEEN: dict[str, _Seen] = {}
+_SEEN: dict[tuple[str, str], _Seen] = {}  # (reader, path) -> what it saw
 _SEEN_LOCK = threading.Lock()
 _RACY_NS = 2_000_000_000  # coarser than any file system's timestamp granularity
 
@@ -63,17 +75,37 @@ def current_content(path: str) -> FileContent:
     2 s before the last read (a same-size edit within one timestamp tick cannot be seen in
     ``stat``; git calls this "racy clean").
     """
+    return _current(path, _read_content)
+
+
+def current_sha256(path: str) -> str:
+    """The sha256 of ``path`` as it is now, re-hashed by the same rule as ``current_content``
+    but without keeping the bytes (model files are megabytes); ``OSError`` if unreadable."""
+    return _current(path, _hash_file).sha256
+
+
+def _read_content(path: str) -> FileContent:
+    with open(path, "rb") as file:
+        raw = file.read()
+    return FileContent(raw, hashlib.sha256(raw).hexdigest())
+
+
+def _hash_file(path: str) -> FileContent:
+    with open(path, "rb") as file:
+        return FileContent(b"", hashlib.file_digest(file, "sha256").hexdigest())
+
+
+def _current(path: str, read: Callable[[str], FileContent]) -> FileContent:
     st = os.stat(path)
     signature = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
-    seen = _SEEN.get(path)
+    key = (read.__name__, path)
+    seen = _SEEN.get(key)
     if seen is not None and seen.signature == signature and seen.read_at_ns - st.st_mtime_ns > _RACY_NS:
         return seen.content
     read_at = time.time_ns()
-    with open(path, "rb") as file:
-        raw = file.read()
-    content = FileContent(raw, hashlib.sha256(raw).hexdigest())
+    content = read(path)
     with _SEEN_LOCK:
-        _SEEN[path] = _Seen(signature, read_at, content)
+        _SEEN[key] = _Seen(signature, read_at, content)
     return content
 
 
@@ -103,7 +135,8 @@ def load_policy(policy: str) -> HarmPolicy:
             raise PolicyError(
                 f"policy {filename} names ruleset {name!r}, which cannot be read: {exc}"
             ) from exc
-    return _fingerprinted(content.raw, filename, content.sha256, tuple(digests))
+    models = tuple((key, path, model_sha256(path)) for key, path in named_models(parsed))
+    return _fingerprinted(content.raw, filename, content.sha256, tuple(digests), models)
 
 
 def named_rulesets(policy: HarmPolicy) -> tuple[str, ...]:
@@ -113,6 +146,35 @@ def named_rulesets(policy: HarmPolicy) -> tuple[str, ...]:
         if spec.kind == "rules":
             names.extend(spec.options.get("rulesets") or ())
     return tuple(dict.fromkeys(str(name) for name in names))
+
+
+def named_models(policy: HarmPolicy) -> tuple[tuple[str, str], ...]:
+    """Every model file the policy's local model detectors read, as ``(detector:file, path)``.
+
+    The key names the file relative to its detector's models directory, so the fingerprint of
+    the same models is the same wherever the package is installed.
+    """
+    found: list[tuple[str, str]] = []
+    for spec in policy.quorum.detectors:
+        directory = str(spec.options.get("models_dir") or default_models_dir())
+        for template in MODEL_FILES.get(spec.kind, ()):
+            relative = template.format(policy=policy.id)
+            found.append((f"{spec.name}:{relative}", os.path.abspath(os.path.join(directory, relative))))
+    return tuple(found)
+
+
+def default_models_dir() -> str:
+    """Where the shipped model artifacts live (package data of ``worker.models``)."""
+    return str(resources.files("worker.models"))
+
+
+def model_sha256(path: str) -> str:
+    """The current sha256 of a model file, or ``ABSENT`` if it cannot be read (the detector
+    that needs it then votes ``unavailable``: a policy still loads without its models)."""
+    try:
+        return current_sha256(path)
+    except OSError:
+        return ABSENT
 
 
 @lru_cache(maxsize=64)
@@ -125,15 +187,23 @@ def _validated(raw: bytes, filename: str) -> HarmPolicy:
 
 @lru_cache(maxsize=64)
 def _fingerprinted(
-    raw: bytes, filename: str, sha256: str, rulesets: tuple[tuple[str, str], ...]
+    raw: bytes,
+    filename: str,
+    sha256: str,
+    rulesets: tuple[tuple[str, str], ...],
+    models: tuple[tuple[str, str, str], ...] = (),
 ) -> HarmPolicy:
     """One object per content (the same object on every load while nothing changes).
 
-    The fingerprint: the sha256 of the policy's own sha256 and each named rule file's.
+    The fingerprint: the sha256 of the policy's own sha256, each named rule file's and each
+    model file's (``models``: key, path, digest).
     """
     fingerprint = hashlib.sha256(sha256.encode())
     for name, digest in rulesets:
         fingerprint.update(b"\0ruleset %s\0%s" % (name.encode(), digest.encode()))
+    for key, _, digest in models:
+        fingerprint.update(b"\0model %s\0%s" % (key.encode(), digest.encode()))
     policy = _validated(raw, filename).model_copy(update={"sha256": fingerprint.hexdigest()})
     policy.pin_rulesets(dict(rulesets))
+    policy.pin_models({path: digest for _, path, digest in models})
     return policy

@@ -79,6 +79,7 @@ class HarmPolicy(_Strict):
     quorum: Quorum
     sha256: str = ""
     _rulesets: dict[str, str] = PrivateAttr(default_factory=dict)
+    _models: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def pin_rulesets(self, digests: dict[str, str]) -> None:
         """Record each named rule file's sha256 as loaded (part of ``sha256``), for scans to check."""
@@ -87,3 +88,11 @@ class HarmPolicy(_Strict):
     def ruleset_sha256(self, name: str) -> str | None:
         """The sha256 of rule file ``name`` when this policy was loaded (None: not pinned)."""
         return self._rulesets.get(name)
+
+    def pin_models(self, digests: dict[str, str]) -> None:
+        """Record each model file's sha256 as loaded, by absolute path (part of ``sha256``)."""
+        self._models = dict(digests)
+
+    def model_sha256(self, path: str) -> str | None:
+        """The sha256 of model file ``path`` when this policy was loaded (None: not pinned)."""
+        return self._models.get(path)

@@ -10,6 +10,7 @@ runs at scan time, so the cost is one tokenizer pass and a gather.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,8 @@ import numpy as np
 from tokenizers import Tokenizer
 
 EMBEDDING_DIR = "minilm-static"
+EMBEDDINGS = "embeddings.npz"
+TOKENIZER = "tokenizer.json"
 
 
 @dataclass(frozen=True)
@@ -30,10 +33,15 @@ class StaticEmbedding:
     @classmethod
     def load(cls, directory: Path) -> StaticEmbedding:
         """Read ``tokenizer.json`` and ``embeddings.npz`` from ``directory``."""
-        tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        return cls.from_bytes((directory / EMBEDDINGS).read_bytes(), (directory / TOKENIZER).read_bytes())
+
+    @classmethod
+    def from_bytes(cls, embeddings: bytes, tokenizer_json: bytes) -> StaticEmbedding:
+        """The embedding from the contents of ``embeddings.npz`` and ``tokenizer.json``."""
+        tokenizer = Tokenizer.from_str(tokenizer_json.decode("utf-8"))
         tokenizer.no_truncation()  # scan everything: never drop tokens past 512
         tokenizer.no_padding()
-        with np.load(directory / "embeddings.npz") as archive:
+        with np.load(io.BytesIO(embeddings)) as archive:
             vectors = archive["vectors"].astype(np.float32)
         return cls(tokenizer=tokenizer, vectors=vectors, unknown_id=tokenizer.token_to_id("[UNK]"))
 

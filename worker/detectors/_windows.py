@@ -12,42 +12,72 @@ raise the score.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 import threading
-from collections.abc import Callable
-from importlib import resources
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
+from policies.loader import current_sha256, default_models_dir
 from policies.schema import HarmPolicy
 from worker.core.detector import Artifact, verdict_output
+from worker.core.errors import DetectorError
 from worker.core.mail import decoded_text_parts
-from worker.core.models import Answer, Coverage, Verdict
+from worker.core.models import Answer, Coverage, ErrorKind, Verdict
 from worker.core.segment import coverage_of, segment_spans
 from worker.detectors._scan_statistic import WindowNull
 
 T = TypeVar("T")
 
 _LOCK = threading.RLock()  # re-entrant: a model loader may load a shared artifact
-_CACHE: dict[tuple[str, str], object] = {}
+_CACHE: dict[tuple[str, str], tuple[tuple[str, ...], object]] = {}  # -> (digests, model)
 
 
 def models_dir() -> Path:
     """Where the trained artifacts live (package data of ``worker.models``)."""
-    return Path(str(resources.files("worker.models")))
+    return Path(default_models_dir())
 
 
-def cached(kind: str, key: str, load: Callable[[], T]) -> T:
-    """Load an artifact once per process (thread-safe) and keep it."""
+def cached(kind: str, key: str, digests: tuple[str, ...], load: Callable[[], T]) -> T:
+    """Load an artifact once per content of its files (thread-safe); new content replaces old."""
     found = _CACHE.get((kind, key))
-    if found is None:
+    if found is None or found[0] != digests:
         with _LOCK:
             found = _CACHE.get((kind, key))
-            if found is None:
-                found = _CACHE[(kind, key)] = load()
-    return found  # type: ignore[return-value]
+            if found is None or found[0] != digests:
+                found = _CACHE[(kind, key)] = (digests, load())
+    return found[1]  # type: ignore[return-value]
+
+
+def model_digests(paths: Sequence[Path], policy: HarmPolicy | None, what: str) -> tuple[str, ...]:
+    """The sha256 of each model file as it is now, which must be what ``policy`` was
+    fingerprinted with: a model swapped since the policy was loaded never judges its gates
+    (the vote is ``unavailable``, so the gate goes to review). A missing file: ``unavailable``."""
+    digests = []
+    for path in paths:
+        try:
+            digest = current_sha256(str(path))
+        except OSError:
+            raise DetectorError(f"no {what} ({path.name} is missing)", kind=ErrorKind.unavailable) from None
+        pinned = None if policy is None else policy.model_sha256(os.path.abspath(path))
+        if pinned is not None and pinned != digest:
+            raise DetectorError(
+                f"{what} ({path.name}) changed since its policy was loaded", kind=ErrorKind.unavailable
+            )
+        digests.append(digest)
+    return tuple(digests)
+
+
+def verified_bytes(path: Path, digest: str) -> bytes:
+    """The bytes of ``path``, which must hash to ``digest`` (not rewritten since it was hashed)."""
+    raw = path.read_bytes()
+    if hashlib.sha256(raw).hexdigest() != digest:
+        raise DetectorError(f"model file {path.name} changed while it was read", kind=ErrorKind.unavailable)
+    return raw
 
 
 def window_spans(total: int, window: int, overlap: int) -> list[tuple[int, int]]:
@@ -112,8 +142,9 @@ def scored_answer(data: bytes, model: WindowedModel, threshold: float) -> Answer
 class WindowedModelDetector:
     """A local model that scores every window of the artifact; the highest window decides.
 
-    Subclasses name their ``backend`` and say how to ``load`` the policy's model;
-    ``threshold`` overrides the trained one, ``models_dir`` the shipped artifacts.
+    Subclasses name their ``backend`` and say how to ``load`` the policy's model (the files
+    the policy was fingerprinted with); ``threshold`` overrides the trained one, ``models_dir``
+    the shipped artifacts.
     """
 
     backend: ClassVar[str]
@@ -123,10 +154,10 @@ class WindowedModelDetector:
         self.threshold = threshold
         self.models_dir: Path | None = Path(options["models_dir"]) if "models_dir" in options else None
 
-    def load(self, policy_id: str) -> WindowedModel:
+    def load(self, policy: HarmPolicy) -> WindowedModel:
         raise NotImplementedError
 
     def answer(self, artifact: Artifact, policy: HarmPolicy) -> Answer:
-        model = self.load(policy.id)
+        model = self.load(policy)
         threshold = model.threshold if self.threshold is None else self.threshold
         return scored_answer(artifact.data, model, threshold)

@@ -10,16 +10,17 @@ decides (see :mod:`worker.detectors._windows`).
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
-from worker.core.errors import DetectorError
-from worker.core.models import ErrorKind
+from policies.schema import HarmPolicy
 from worker.detectors._ngrams import featurize
 from worker.detectors._scan_statistic import WindowNull
-from worker.detectors._windows import WindowedModelDetector, cached, models_dir
+from worker.detectors._windows import WindowedModelDetector, cached, model_digests, models_dir, verified_bytes
 
 ARTIFACT = "lexical.npz"
 
@@ -37,8 +38,8 @@ class LexicalModel:
     null: WindowNull | None = None
 
     @classmethod
-    def load(cls, path: Path) -> LexicalModel:
-        with np.load(path) as archive:
+    def load(cls, source: Path | BinaryIO) -> LexicalModel:
+        with np.load(source) as archive:
             return cls(
                 weights=archive["weights"].astype(np.float32),
                 bias=float(archive["bias"]),
@@ -56,12 +57,16 @@ class LexicalModel:
         return sums + self.bias
 
 
-def load_model(policy_id: str, directory: Path | None = None) -> LexicalModel:
-    """The policy's lexical model, loaded once per process."""
+def load_model(
+    policy_id: str, directory: Path | None = None, policy: HarmPolicy | None = None
+) -> LexicalModel:
+    """The policy's lexical model, loaded once per content of its file (``policy``: the file must
+    be what that policy was fingerprinted with)."""
     path = (directory or models_dir()) / policy_id / ARTIFACT
-    if not path.is_file():
-        raise DetectorError(f"no lexical model for policy {policy_id!r}", kind=ErrorKind.unavailable)
-    return cached("lexical", str(path), lambda: LexicalModel.load(path))
+    digests = model_digests([path], policy, f"lexical model for policy {policy_id!r}")
+    return cached(
+        "lexical", str(path), digests, lambda: LexicalModel.load(io.BytesIO(verified_bytes(path, *digests)))
+    )
 
 
 class LexicalDetector(WindowedModelDetector):
@@ -69,5 +74,5 @@ class LexicalDetector(WindowedModelDetector):
 
     backend = "lexical"
 
-    def load(self, policy_id: str) -> LexicalModel:
-        return load_model(policy_id, self.models_dir)
+    def load(self, policy: HarmPolicy) -> LexicalModel:
+        return load_model(policy.id, self.models_dir, policy)

@@ -10,16 +10,16 @@ Every byte is scanned; the most harmful window decides.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from worker.core.errors import DetectorError
-from worker.core.models import ErrorKind
-from worker.detectors._embedding import EMBEDDING_DIR, Head, StaticEmbedding
+from policies.schema import HarmPolicy
+from worker.detectors._embedding import EMBEDDING_DIR, EMBEDDINGS, TOKENIZER, Head, StaticEmbedding
 from worker.detectors._scan_statistic import WindowNull
-from worker.detectors._windows import WindowedModelDetector, cached, models_dir
+from worker.detectors._windows import WindowedModelDetector, cached, model_digests, models_dir, verified_bytes
 
 ARTIFACT = "semantic.npz"
 
@@ -39,24 +39,39 @@ class SemanticModel:
         return self.head.logits(self.embedding.features(windows))
 
 
-def load_embedding(directory: Path | None = None) -> StaticEmbedding:
-    """The distilled static embedding, loaded once per process."""
+def load_embedding(directory: Path | None = None, policy: HarmPolicy | None = None) -> StaticEmbedding:
+    """The distilled static embedding, loaded once per content of its files."""
+    return _embedding(directory, policy)[1]
+
+
+def _embedding(directory: Path | None, policy: HarmPolicy | None) -> tuple[tuple[str, ...], StaticEmbedding]:
     path = (directory or models_dir()) / EMBEDDING_DIR
-    if not (path / "embeddings.npz").is_file():
-        raise DetectorError("no static embedding shipped", kind=ErrorKind.unavailable)
-    return cached("embedding", str(path), lambda: StaticEmbedding.load(path))
+    files = [path / EMBEDDINGS, path / TOKENIZER]
+    digests = model_digests(files, policy, "static embedding")
+    embedding = cached(
+        "embedding",
+        str(path),
+        digests,
+        lambda: StaticEmbedding.from_bytes(
+            *(verified_bytes(f, d) for f, d in zip(files, digests, strict=True))
+        ),
+    )
+    return digests, embedding
 
 
-def load_model(policy_id: str, directory: Path | None = None) -> SemanticModel:
-    """The policy's semantic model, loaded once per process."""
+def load_model(
+    policy_id: str, directory: Path | None = None, policy: HarmPolicy | None = None
+) -> SemanticModel:
+    """The policy's semantic model, loaded once per content of its files (``policy``: they must
+    be what that policy was fingerprinted with)."""
     path = (directory or models_dir()) / policy_id / ARTIFACT
-    if not path.is_file():
-        raise DetectorError(f"no semantic model for policy {policy_id!r}", kind=ErrorKind.unavailable)
+    digests = model_digests([path], policy, f"semantic model for policy {policy_id!r}")
+    embedding_digests, embedding = _embedding(directory, policy)
 
     def load() -> SemanticModel:
-        with np.load(path) as archive:
+        with np.load(io.BytesIO(verified_bytes(path, *digests))) as archive:
             return SemanticModel(
-                embedding=load_embedding(directory),
+                embedding=embedding,
                 head=Head.from_archive(archive),
                 window=int(archive["window"]),
                 overlap=int(archive["overlap"]),
@@ -64,7 +79,8 @@ def load_model(policy_id: str, directory: Path | None = None) -> SemanticModel:
                 null=WindowNull.from_archive(archive),
             )
 
-    return cached("semantic", str(path), load)
+    # Keyed by the embedding's files too: a new embedding under the same head is a new model.
+    return cached("semantic", str(path), digests + embedding_digests, load)
 
 
 class SemanticDetector(WindowedModelDetector):
@@ -72,5 +88,5 @@ class SemanticDetector(WindowedModelDetector):
 
     backend = "semantic"
 
-    def load(self, policy_id: str) -> SemanticModel:
-        return load_model(policy_id, self.models_dir)
+    def load(self, policy: HarmPolicy) -> SemanticModel:
+        return load_model(policy.id, self.models_dir, policy)
