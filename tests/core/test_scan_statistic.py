@@ -142,3 +142,43 @@ def test_artifacts_up_to_the_reference_length_count_as_one_window() -> None:
     assert referenced.artifact_logit(3.0, 100) == pytest.approx(plain.artifact_logit(3.0, 10))
     assert referenced.artifact_logit(3.0, 11) < referenced.artifact_logit(3.0, 10)
     assert WindowNull.fit(logits, reference_windows=0.0).reference_windows == 1.0
+
+
+class RecordingModel:
+    """Random logits (``hot_logit`` for windows containing "HOT"); remembers how many windows each
+    call scored, and each logit it gave."""
+
+    window, overlap, threshold, hot, hot_logit = 64, 16, 0.5, "HOT", 9.0
+
+    def __init__(self, null: WindowNull | None) -> None:
+        self.null = null
+        self.calls: list[int] = []
+        self.given: list[float] = []
+
+    def logits(self, windows: list[str]) -> np.ndarray:
+        self.calls.append(len(windows))
+        out = np.random.default_rng(len(self.given)).logistic(size=len(windows))
+        out[[i for i, w in enumerate(windows) if self.hot in w]] = self.hot_logit
+        self.given += out.tolist()
+        return out
+
+
+@pytest.mark.parametrize("with_null", [False, True])
+def test_a_large_artifact_is_scored_in_bounded_batches(
+    null: WindowNull, with_null: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No model call sees more than BATCH_BYTES of window text (a vote's memory stays flat, where a
+    20 MB diff once took 2.8 GB), every window is still scored once, and the score is the one all
+    windows scored at once would give: the best logit among all of them, read against their count."""
+    from worker.detectors import _windows
+
+    monkeypatch.setattr(_windows, "BATCH_BYTES", 64 * 10)  # 10 windows of 64 bytes per call
+    data = b"y" * 30_000 + b"HOT" + b"y" * 30_000
+    model = RecordingModel(null if with_null else None)
+    answer = scored_answer(data, model, 0.5)
+    spans = _windows.window_spans(len(data), model.window, model.overlap)
+    assert max(model.calls) == 10 and len(model.calls) > 90
+    assert sum(model.calls) == len(spans) == len(model.given)
+    expected = artifact_score(model, np.asarray(model.given))
+    assert answer.score == expected and answer.output == HARMFUL
+    assert answer.coverage.scanned_bytes == answer.coverage.total_bytes == len(data)

@@ -16,7 +16,8 @@ import hashlib
 import math
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -32,6 +33,8 @@ from worker.core.segment import coverage_of, segment_spans
 from worker.detectors._scan_statistic import WindowNull
 
 T = TypeVar("T")
+
+BATCH_BYTES = 1 << 20  # window text scored per model call (bounds a vote's memory)
 
 _LOCK = threading.RLock()  # re-entrant: a model loader may load a shared artifact
 _CACHE: dict[tuple[str, str], tuple[tuple[str, ...], object]] = {}  # -> (digests, model)
@@ -90,6 +93,11 @@ def window_texts(data: bytes, spans: list[tuple[int, int]]) -> list[str]:
     return [data[start:end].decode("utf-8", errors="replace") for start, end in spans]
 
 
+def lazy_window_texts(data: bytes, spans: list[tuple[int, int]]) -> Iterator[str]:
+    """``window_texts``, one window at a time."""
+    return (data[start:end].decode("utf-8", errors="replace") for start, end in spans)
+
+
 class WindowedModel(Protocol):
     # Read-only members, so that frozen dataclasses (the lexical and semantic models) conform.
     @property
@@ -108,11 +116,16 @@ def artifact_score(model: WindowedModel, logits: np.ndarray) -> float:
     """The artifact's score from its windows' logits: the best window's probability, or, for a
     model trained with a window null, one minus the chance that the best of this many harmless
     windows scores as high (see :mod:`worker.detectors._scan_statistic`)."""
-    if logits.size == 0:
+    return best_window_score(model, logits.max() if logits.size else None, int(logits.size))
+
+
+def best_window_score(model: WindowedModel, best: np.floating[Any] | None, count: int) -> float:
+    """``artifact_score`` from the best of ``count`` window logits (None: no window)."""
+    if best is None or count == 0:
         return 0.0
     if model.null is None:  # in the logits' own dtype, as the vote was computed before nulls existed
-        return float(1.0 / (1.0 + np.exp(-logits.max())))
-    return expit(model.null.artifact_logit(float(logits.max()), int(logits.size)))
+        return float(1.0 / (1.0 + np.exp(-best)))
+    return expit(model.null.artifact_logit(float(best), count))
 
 
 def expit(logit: float) -> float:
@@ -128,12 +141,25 @@ def scored_answer(data: bytes, model: WindowedModel, threshold: float) -> Answer
 
     An e-mail's base64 or quoted-printable text parts are also scored decoded (what its reader
     sees), in windows of their own; the coverage stays that of the raw bytes, all of them.
+    Windows are scored ``BATCH_BYTES`` of text at a time and only the best logit is kept, so
+    memory stays flat however large the artifact (one batch holds any artifact up to ~1 MB).
     """
     spans = window_spans(len(data), model.window, model.overlap)
-    texts = window_texts(data, spans)
-    for part in decoded_text_parts(data):
-        texts += window_texts(part, window_spans(len(part), model.window, model.overlap))
-    score = artifact_score(model, model.logits(texts))
+    sources = [(data, spans)]
+    sources += [
+        (part, window_spans(len(part), model.window, model.overlap)) for part in decoded_text_parts(data)
+    ]
+    windows = (text for source, its_spans in sources for text in lazy_window_texts(source, its_spans))
+    per_batch = max(1, BATCH_BYTES // model.window)
+    best: np.floating[Any] | None = None
+    count = 0
+    while batch := list(islice(windows, per_batch)):
+        logits = model.logits(batch)
+        if logits.size:
+            top = logits.max()
+            best = top if best is None or top > best else best
+            count += int(logits.size)
+    score = best_window_score(model, best, count)
     verdict: Verdict = "harmful" if score >= threshold else "harmless"
     coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score)
