@@ -25,7 +25,7 @@ import worker.core.decode as decode
 import worker.core.normalize as normalize
 from policies.loader import load_policy
 from worker.core.precheck import run_precheck, scan_rules
-from worker.core.ruleset import Matcher, load_ruleset
+from worker.core.ruleset import Matcher, Rule, load_ruleset
 
 WHITESPACE = b" \t\n\r\x0b\x0c"
 B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_"
@@ -91,6 +91,11 @@ def reference_percent_runs(data: bytes, arr: np.ndarray, percents: np.ndarray) -
 _MATCHER_SCAN = Matcher.scan
 
 
+def reference_matches(self: Matcher, index: int, data: bytes, start: int):  # type: ignore[no-untyped-def]
+    """Every rule's matches straight from ``re.finditer`` (no run shortcut for ``[class]{N}``)."""
+    return (match.span() for match in self.regexes[index].finditer(data, start))
+
+
 def scan_every_rule(self: Matcher, data: bytes, lines: bytes | None = None, wanted: object = None):  # type: ignore[no-untyped-def]
     """Matcher.scan without the ``wanted`` shortcut: every matching rule gets its start searched."""
     return _MATCHER_SCAN(self, data, lines)
@@ -104,6 +109,7 @@ def slow_paths() -> ExitStack:
     stack.enter_context(mock.patch.object(decode, "_long_runs", reference_long_runs))
     stack.enter_context(mock.patch.object(decode, "_percent_runs", reference_percent_runs))
     stack.enter_context(mock.patch.object(Matcher, "scan", scan_every_rule))
+    stack.enter_context(mock.patch.object(Matcher, "_matches", reference_matches))
     return stack
 
 
@@ -221,6 +227,40 @@ def test_percent_clusters_match_the_regex_loop(data):
     arr = np.frombuffer(data, dtype=np.uint8)
     percents = np.flatnonzero(arr == 37)
     assert decode._percent_runs(data, arr, percents) == reference_percent_runs(data, arr, percents)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet="aZ9+/=_-. \n\u00e9", max_size=300).map(str.encode),
+    st.integers(1, 12),
+    st.integers(0, 310),
+    st.sampled_from(["[A-Za-z0-9+/=_-]", "[^\\n]", "[a-z]"]),
+)
+def test_class_runs_give_the_matches_finditer_gives(data, length, start, members):
+    """A pattern that is one class repeated N times is found through its runs: the same spans,
+    in the same order, as ``re.finditer`` from any start (it used to be 40 % of the pre-check)."""
+    rule = Rule(id="t.run", description="a run", weight=1.0, pattern=f"{members}{{{length}}}", lines=True)
+    matcher = Matcher([rule], engine="re")
+    assert 0 in matcher._runs
+    expected = [m.span() for m in matcher.regexes[0].finditer(data, start)]
+    assert list(matcher._matches(0, data, start)) == expected
+
+
+def test_only_single_class_repeats_take_the_run_shortcut():
+    """Alternations, groups, ranges of repeats and patterns around a class are left to ``re``."""
+    patterns = [
+        r"(?:\\x[0-9a-f]{2}){24}",
+        "[a-z]{3}x",
+        "x[a-z]{3}",
+        "[a-z]{3,}",
+        "[a-z]{2}|[0-9]{2}",
+        "[a-z]+",
+    ]
+    for pattern in patterns:
+        assert (
+            Matcher([Rule(id="t.other", description="d", weight=1.0, pattern=pattern)], engine="re")._runs
+            == {}
+        )
 
 
 POLICIES = [load_policy("prompt-injection"), load_policy("malicious-package")]

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import islice
+from itertools import chain, islice
 from typing import Any, Literal
 
 import yaml
@@ -150,6 +150,8 @@ class Ruleset(BaseModel):
 
 Hit = tuple[Rule, int, int]
 _CANDIDATES = 64  # filtered rules (min_entropy) try at most this many matches per layer
+# A pattern that is one character class repeated exactly N times ("[A-Za-z0-9+/=]{240}").
+_RUN_PATTERN = re.compile(rb"(\[(?:[^\]\\\[]|\\.)+\])\{([1-9][0-9]*)\}")
 
 
 class Matcher:
@@ -161,6 +163,7 @@ class Matcher:
         if engine == "hyperscan" and hyperscan is None:
             raise ConfigError("hyperscan is not installed")
         self.regexes = [re.compile((r.pattern or "").encode(), _re_flags(r)) for r in self.rules]
+        self._runs = {i: run for i, r in enumerate(self.rules) if (run := _run_of(r)) is not None}
         self._db = self._hyperscan_db() if self.engine == "hyperscan" else None
         self._local = threading.local()
 
@@ -237,10 +240,32 @@ class Matcher:
     def _first_passing(self, index: int, data: bytes, context: bytes, start: int) -> Iterator[Hit]:
         """The rule's first match from ``start`` that passes its post-filters (of its first few)."""
         rule = self.rules[index]
-        for match in islice(self.regexes[index].finditer(data, start), _CANDIDATES if rule.filtered else 1):
-            if _passes(rule, context, match.start(), match.end()):
-                yield rule, match.start(), match.end()
+        for match_start, match_end in islice(
+            self._matches(index, data, start), _CANDIDATES if rule.filtered else 1
+        ):
+            if _passes(rule, context, match_start, match_end):
+                yield rule, match_start, match_end
                 return
+
+    def _matches(self, index: int, data: bytes, start: int) -> Iterator[tuple[int, int]]:
+        """The spans ``finditer`` would give from ``start``. A class repeated N times is found
+        through its runs of at least N instead (non-overlapping N-byte pieces from each run's
+        start): ``re`` would try every offset of every shorter run, quadratic in code full of
+        long identifiers (it was 40 % of the pre-check on real diffs)."""
+        run = self._runs.get(index)
+        if run is None:
+            for match in self.regexes[index].finditer(data, start):
+                yield match.span()
+            return
+        run_here, long_runs, length = run
+        here = run_here.match(data, start)  # the run ``start`` falls inside, maybe empty
+        assert here is not None  # a class repeated zero or more times always matches
+        for run_start, run_end in chain(
+            [here.span()], (m.span() for m in long_runs.finditer(data, here.end()))
+        ):
+            while run_end - run_start >= length:
+                yield run_start, run_start + length
+                run_start += length
 
     @lru_cache(maxsize=256)  # noqa: B019 - matchers live as long as their cached ruleset
     def _combined(self, indices: frozenset[int]) -> re.Pattern[bytes]:
@@ -251,6 +276,21 @@ class Matcher:
         flags = "" if self.rules[index].case_sensitive else "i"
         pattern = (self.rules[index].pattern or "").encode()
         return b"(?%s:%s)" % (flags.encode(), pattern) if flags else b"(?:%s)" % pattern
+
+
+def _run_of(rule: Rule) -> tuple[re.Pattern[bytes], re.Pattern[bytes], int] | None:
+    """For a pattern that is one character class repeated exactly N times: the class repeated
+    from a given start, the runs of at least N that start a run, and N."""
+    found = _RUN_PATTERN.fullmatch((rule.pattern or "").encode())
+    if found is None:
+        return None
+    members, length = found.group(1), int(found.group(2))
+    flags = _re_flags(rule)
+    return (
+        re.compile(members + b"*", flags),
+        re.compile(b"(?<!%s)%s{%d,}" % (members, members, length), flags),
+        length,
+    )
 
 
 def _re_flags(rule: Rule) -> re.RegexFlag:
