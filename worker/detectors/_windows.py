@@ -90,7 +90,7 @@ def window_spans(total: int, window: int, overlap: int) -> list[tuple[int, int]]
 
 def window_texts(data: bytes, spans: list[tuple[int, int]]) -> list[str]:
     """Decode each window; a character cut at an edge becomes U+FFFD (the overlap sees it whole)."""
-    return [data[start:end].decode("utf-8", errors="replace") for start, end in spans]
+    return list(lazy_window_texts(data, spans))
 
 
 def lazy_window_texts(data: bytes, spans: list[tuple[int, int]]) -> Iterator[str]:
