@@ -179,3 +179,23 @@ def test_a_model_retrained_while_gates_wait(tmp_path: Path) -> None:
     again = gate.submit(TEXT, [policy])
     assert again.created == [True] and again.gates[0].id != decided.id
     assert again.gates[0].policy_sha256 != decided.policy_sha256
+
+
+def test_a_model_rewritten_between_its_hash_and_its_read_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The detector parses exactly the bytes whose sha256 it checked: if the file was rewritten
+    after the (stat-cached) digest was taken, the bytes read do not hash to it and the vote is
+    ``unavailable`` rather than a vote by an unknown model."""
+    from worker.detectors import _windows
+
+    models = copy_models(tmp_path / "models")
+    policy = load_policy(str(write_policy(tmp_path, models)))
+    path = models / "prompt-injection" / lexical.ARTIFACT
+    pinned = policy.model_sha256(str(path))
+    assert pinned is not None
+    retrain(path, threshold=1.5)
+    monkeypatch.setattr(_windows, "current_sha256", lambda _path: pinned)  # the digest as first seen
+    with pytest.raises(DetectorError, match="changed while it was read") as failure:
+        LexicalDetector(models_dir=str(models)).answer(artifact(TEXT), policy)
+    assert failure.value.kind is ErrorKind.unavailable
