@@ -156,15 +156,18 @@ def named_models(policy: HarmPolicy) -> tuple[tuple[str, str], ...]:
     """
     found: list[tuple[str, str]] = []
     for spec in policy.quorum.detectors:
-        directory = str(spec.options.get("models_dir") or default_models_dir())
-        for template in MODEL_FILES.get(spec.kind, ()):
+        templates = MODEL_FILES.get(spec.kind, ())
+        directory = str(spec.options.get("models_dir") or default_models_dir()) if templates else ""
+        for template in templates:
             relative = template.format(policy=policy.id)
             found.append((f"{spec.name}:{relative}", os.path.abspath(os.path.join(directory, relative))))
     return tuple(found)
 
 
+@lru_cache(maxsize=1)
 def default_models_dir() -> str:
-    """Where the shipped model artifacts live (package data of ``worker.models``)."""
+    """Where the shipped model artifacts live (package data of ``worker.models``; looked up once,
+    as ``load_policy`` runs several times per gate)."""
     return str(resources.files("worker.models"))
 
 
@@ -191,7 +194,7 @@ def _fingerprinted(
     filename: str,
     sha256: str,
     rulesets: tuple[tuple[str, str], ...],
-    models: tuple[tuple[str, str, str], ...] = (),
+    models: tuple[tuple[str, str, str], ...],
 ) -> HarmPolicy:
     """One object per content (the same object on every load while nothing changes).
 
