@@ -51,17 +51,14 @@ def load_corpus(datasets_dir: Path, policy: str, split: str) -> Corpus:
 
 def own_mask(corpus: Corpus) -> np.ndarray:
     """True for the policy's own records, False for borrowed code negatives and planted copies."""
-    return np.array(
-        [
-            not g.startswith(CODE_GROUP_PREFIX) and not i.endswith(PLANTED_SUFFIX)
-            for g, i in zip(corpus.groups, corpus.ids, strict=True)
-        ]
-    )
+    borrowed = np.array([g.startswith(CODE_GROUP_PREFIX) for g in corpus.groups], dtype=bool)
+    own: np.ndarray = ~borrowed & ~planted_mask(corpus)
+    return own
 
 
 def planted_mask(corpus: Corpus) -> np.ndarray:
     """True for the planted copies of records (see :func:`with_planted_copies`)."""
-    return np.array([i.endswith(PLANTED_SUFFIX) for i in corpus.ids])
+    return np.array([i.endswith(PLANTED_SUFFIX) for i in corpus.ids], dtype=bool)
 
 
 # Prompt-injection models never saw code, yet package diffs are a large share of what they gate
