@@ -29,6 +29,7 @@ from worker.core.detector import Artifact, verdict_output
 from worker.core.errors import DetectorError
 from worker.core.mail import decoded_text_parts
 from worker.core.models import Answer, Coverage, ErrorKind, Verdict
+from worker.core.prose import diff_prose
 from worker.core.segment import coverage_of, segment_spans
 from worker.detectors._scan_statistic import WindowNull
 
@@ -136,11 +137,13 @@ def expit(logit: float) -> float:
     return odds / (1.0 + odds)
 
 
-def scored_answer(data: bytes, model: WindowedModel, threshold: float) -> Answer:
+def scored_answer(data: bytes, model: WindowedModel, threshold: float, prose: bool = False) -> Answer:
     """Score every window of ``data`` and answer with full coverage.
 
     An e-mail's base64 or quoted-printable text parts are also scored decoded (what its reader
-    sees), in windows of their own; the coverage stays that of the raw bytes, all of them.
+    sees), in windows of their own; so is, with ``prose``, the text a diff adds inside code
+    (comments, docstrings, sentence-like strings: :mod:`worker.core.prose`). The coverage stays
+    that of the raw bytes, all of them.
     Windows are scored ``BATCH_BYTES`` of text at a time and only the best logit is kept, so
     memory stays flat however large the artifact (one batch holds any artifact up to ~1 MB).
     """
@@ -149,6 +152,8 @@ def scored_answer(data: bytes, model: WindowedModel, threshold: float) -> Answer
     sources += [
         (part, window_spans(len(part), model.window, model.overlap)) for part in decoded_text_parts(data)
     ]
+    if prose and (text := diff_prose(data)):
+        sources.append((text, window_spans(len(text), model.window, model.overlap)))
     windows = (text for source, its_spans in sources for text in lazy_window_texts(source, its_spans))
     per_batch = max(1, BATCH_BYTES // model.window)
     best: np.floating[Any] | None = None
@@ -170,7 +175,8 @@ class WindowedModelDetector:
 
     Subclasses name their ``backend`` and say how to ``load`` the policy's model (the files
     the policy was fingerprinted with); ``threshold`` overrides the trained one, ``models_dir``
-    the shipped artifacts.
+    the shipped artifacts, and ``prose: true`` also reads a diff's comments and strings on their
+    own (see :func:`scored_answer`).
     """
 
     backend: ClassVar[str]
@@ -179,6 +185,7 @@ class WindowedModelDetector:
         self.name = name or self.backend
         self.threshold = threshold
         self.models_dir: Path | None = Path(options["models_dir"]) if "models_dir" in options else None
+        self.prose = bool(options.get("prose", False))
 
     def load(self, policy: HarmPolicy) -> WindowedModel:
         raise NotImplementedError
@@ -186,4 +193,4 @@ class WindowedModelDetector:
     def answer(self, artifact: Artifact, policy: HarmPolicy) -> Answer:
         model = self.load(policy)
         threshold = model.threshold if self.threshold is None else self.threshold
-        return scored_answer(artifact.data, model, threshold)
+        return scored_answer(artifact.data, model, threshold, self.prose)

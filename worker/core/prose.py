@@ -1,0 +1,224 @@
+"""The prose a unified diff adds inside code: comments, docstrings and sentence-like strings.
+
+An instruction planted in a pull request hides in a comment or a string of a code
+file. A text model reads the window around it, which is mostly code, and code reads
+as harmless: the instruction is diluted. :func:`diff_prose` gathers what a human
+would read as text out of the added lines of the diff's code files, so that the
+model detectors can read it again on its own, in windows of its own (besides every
+raw window: coverage is still the raw bytes, all of them).
+
+Kept simple and linear on purpose: one pass over the lines, comment syntax chosen by
+the file's extension, no parser. Prose files (Markdown, text) are read as they are by
+the raw windows and are not repeated here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+# Comment syntaxes by file extension (lower case, with the dot) or bare file name.
+_HASH = frozenset(
+    [
+        ".py",
+        ".pyw",
+        ".pyi",
+        ".pth",
+        ".sh",
+        ".bash",
+        ".zsh",
+        ".rb",
+        ".pl",
+        ".pm",
+        ".r",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".cfg",
+        ".ini",
+        ".conf",
+        ".mk",
+        ".cmake",
+        ".ps1",
+        ".psm1",
+        ".tf",
+        ".nix",
+        ".gemspec",
+        ".rake",
+        ".coffee",
+        ".jl",
+        ".ex",
+        ".exs",
+        ".nim",
+        ".cr",
+    ]
+    + ["makefile", "dockerfile", "rakefile", "gemfile", "cmakelists.txt"]
+)
+_SLASH = frozenset(
+    [
+        ".js",
+        ".mjs",
+        ".cjs",
+        ".jsx",
+        ".ts",
+        ".tsx",
+        ".mts",
+        ".cts",
+        ".go",
+        ".java",
+        ".kt",
+        ".kts",
+        ".scala",
+        ".groovy",
+        ".gradle",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".cxx",
+        ".hpp",
+        ".hh",
+        ".cs",
+        ".rs",
+        ".swift",
+        ".m",
+        ".mm",
+        ".php",
+        ".dart",
+        ".proto",
+        ".zig",
+        ".v",
+        ".sol",
+        ".css",
+        ".scss",
+        ".less",
+        ".vue",
+        ".svelte",
+    ]
+)
+_MARKUP = frozenset(
+    [
+        ".html",
+        ".htm",
+        ".xml",
+        ".xhtml",
+        ".svg",
+        ".vue",
+        ".svelte",
+        ".jsp",
+        ".erb",
+        ".hbs",
+        ".njk",
+        ".jinja",
+        ".j2",
+    ]
+)
+_DOCSTRING = frozenset([".py", ".pyw", ".pyi"])
+
+_LINE_HASH = re.compile(rb"(?:^|\s)#+!?\s?(.*)$")
+_LINE_SLASH = re.compile(rb"(?:^|[^:\\/])//+!?\s?(.*)$")
+_BLOCK_OPEN = re.compile(rb"/\*+!?\s?(.*)$")
+_BLOCK_CLOSE = re.compile(rb"^(.*?)\*/")
+_MARKUP_COMMENT = re.compile(rb"<!--(.*?)(?:-->|$)")
+_BLOCK_LEAD = re.compile(rb"^\s*\*+\s?")
+# A string literal that reads like a sentence: at least four words of letters.
+_SENTENCE_STRING = re.compile(
+    rb"""(["'`])((?:(?!\1)[^\\\n]|\\.){0,2000}?[A-Za-z\x80-\xff]{2,}(?:[ \t]+[^\s"'`]+){3,}(?:(?!\1)[^\\\n]|\\.){0,2000}?)\1"""
+)
+_TRIPLE = re.compile(rb'"""|\'\'\'')
+
+
+def _syntax(path: str) -> tuple[bool, bool, bool, bool]:
+    """(hash comments, slash comments, markup comments, docstrings) of ``path``."""
+    name = PurePosixPath(path).name.lower()
+    suffix = PurePosixPath(name).suffix
+    return (
+        suffix in _HASH or name in _HASH,
+        suffix in _SLASH,
+        suffix in _MARKUP,
+        suffix in _DOCSTRING,
+    )
+
+
+def is_unified_diff(data: bytes) -> bool:
+    """True when ``data`` has a file header of a unified diff."""
+    return data.startswith((b"diff --git ", b"--- ")) or b"\ndiff --git " in data or b"\n+++ " in data
+
+
+def diff_prose(data: bytes) -> bytes:
+    """The comments, docstrings and sentence-like string literals of the diff's added code lines,
+    one fragment a line (``b""`` when ``data`` is no diff or adds none)."""
+    if not is_unified_diff(data):
+        return b""
+    out: list[bytes] = []
+    reader: _FileReader | None = None
+    for raw in data.split(b"\n"):
+        if raw.startswith(b"+++ "):
+            target = raw[4:].strip().decode("utf-8", "replace")
+            reader = _FileReader(target.removeprefix("b/") if target != "/dev/null" else "")
+        elif raw.startswith(b"+") and reader is not None and reader.reads_code:
+            out.extend(reader.read(raw[1:].rstrip(b"\r")))
+    return b"\n".join(fragment.strip() for fragment in out if fragment.strip())
+
+
+class _FileReader:
+    """The prose of one file's added lines, read in order (block comments and docstrings span lines)."""
+
+    def __init__(self, path: str) -> None:
+        self.hashes, self.slashes, self.markup, self.docstrings = _syntax(path)
+        self.reads_code = self.hashes or self.slashes or self.markup
+        self.open: bytes | None = None  # the closing token of a comment or docstring left open
+
+    def read(self, line: bytes) -> list[bytes]:
+        if self.open is not None:
+            return [self._continue(line)]
+        out: list[bytes] = []
+        if self.docstrings and (docstring := self._docstring(line, out)) is not None:
+            return [docstring]
+        if self.markup:
+            for match in _MARKUP_COMMENT.finditer(line):
+                out.append(match.group(1))
+                self.open = None if match.group(0).endswith(b"-->") else b"-->"
+        if self.slashes:
+            out.extend(self._slash_comment(line))
+        if self.hashes and (comment := _LINE_HASH.search(line)) is not None:
+            out.append(comment.group(1))
+        out.extend(match.group(2) for match in _SENTENCE_STRING.finditer(line))
+        return out
+
+    def _continue(self, line: bytes) -> bytes:
+        """A line inside an open block comment or docstring: its text up to the closing token."""
+        end = line.find(self.open) if self.open is not None else -1
+        text = line if end < 0 else line[:end]
+        if self.open == b"*/":
+            text = _BLOCK_LEAD.sub(b"", text)
+        if end >= 0:
+            self.open = None
+        return text
+
+    def _docstring(self, line: bytes, out: list[bytes]) -> bytes | None:
+        """The text after a triple quote that opens a docstring on ``line`` (None if none opens);
+        one-line triple-quoted texts go to ``out``."""
+        quotes = _TRIPLE.findall(line)
+        if len(quotes) % 2 == 1:
+            start = _TRIPLE.search(line)
+            assert start is not None
+            self.open = start.group(0)
+            return line[start.end() :]
+        out.extend(_between_triples(line))
+        return None
+
+    def _slash_comment(self, line: bytes) -> list[bytes]:
+        block = _BLOCK_OPEN.search(line)
+        if block is not None:
+            closed = _BLOCK_CLOSE.match(block.group(1))
+            self.open = None if closed else b"*/"
+            return [closed.group(1) if closed else block.group(1)]
+        comment = _LINE_SLASH.search(line)
+        return [] if comment is None else [comment.group(1)]
+
+
+def _between_triples(line: bytes) -> list[bytes]:
+    """The text between each pair of triple quotes on one line."""
+    parts = _TRIPLE.split(line)
+    return parts[1::2]
