@@ -121,10 +121,11 @@ _BLOCK_OPEN = re.compile(rb"/\*+!?\s?(.*)$")
 _BLOCK_CLOSE = re.compile(rb"^(.*?)\*/")
 _MARKUP_COMMENT = re.compile(rb"<!--(.*?)(?:-->|$)")
 _BLOCK_LEAD = re.compile(rb"^\s*\*+\s?")
-# A string literal that reads like a sentence: at least four words of letters.
-_SENTENCE_STRING = re.compile(
-    rb"""(["'`])((?:(?!\1)[^\\\n]|\\.){0,2000}?[A-Za-z\x80-\xff]{2,}(?:[ \t]+[^\s"'`]+){3,}(?:(?!\1)[^\\\n]|\\.){0,2000}?)\1"""
-)
+# String literals of one line, each alternative linear (no nested or lazy repetition): a minified
+# line of a megabyte costs one pass. Which of them read like a sentence is decided in Python.
+_STRING = re.compile(rb'"((?:[^"\\\n]|\\.)*)"|\'((?:[^\'\\\n]|\\.)*)\'|`((?:[^`\\\n]|\\.)*)`')
+_LETTERS = re.compile(rb"[A-Za-z\x80-\xff]{2,}")
+MIN_WORDS = 4  # a string literal of fewer words is an identifier, a key or a format, not prose
 _TRIPLE = re.compile(rb'"""|\'\'\'')
 
 
@@ -183,7 +184,7 @@ class _FileReader:
             out.extend(self._slash_comment(line))
         if self.hashes and (comment := _LINE_HASH.search(line)) is not None:
             out.append(comment.group(1))
-        out.extend(match.group(2) for match in _SENTENCE_STRING.finditer(line))
+        out.extend(_sentences(line))
         return out
 
     def _continue(self, line: bytes) -> bytes:
@@ -216,6 +217,16 @@ class _FileReader:
             return [closed.group(1) if closed else block.group(1)]
         comment = _LINE_SLASH.search(line)
         return [] if comment is None else [comment.group(1)]
+
+
+def _sentences(line: bytes) -> list[bytes]:
+    """The string literals of ``line`` that read like a sentence (at least ``MIN_WORDS`` words, with letters)."""
+    found = []
+    for match in _STRING.finditer(line):
+        text = match.group(match.lastindex or 0)
+        if text.count(b" ") + 1 >= MIN_WORDS and _LETTERS.search(text):
+            found.append(text)
+    return found
 
 
 def _between_triples(line: bytes) -> list[bytes]:
