@@ -68,6 +68,29 @@ def test_only_harmless_diffs_join_the_prompt_injection_corpus(tmp_path):
     assert with_code_negatives(corpus, tmp_path, "malicious-package", "train") is corpus
 
 
+def test_prose_negatives_add_what_a_harmless_diff_says_in_its_comments(tmp_path):
+    """With ``prose`` each harmless diff also gives the prose it adds inside code, in its own group."""
+    diff = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1,2 @@\n+import os  # read the config once\n+x = 1\n"
+    _write(
+        tmp_path / "prompt-injection" / "train.jsonl.gz",
+        [{"id": "p1", "text": "Hi.", "label": "harmless", "group": "g1"}],
+    )
+    _write(
+        tmp_path / "malicious-package" / "train.jsonl.gz",
+        [
+            {"id": "m1", "text": diff, "label": "harmless", "group": "pypi:a"},
+            {"id": "m2", "text": "+x = 2\n", "label": "harmless", "group": "pypi:b"},
+        ],
+    )
+    corpus = with_code_negatives(
+        load_corpus(tmp_path, "prompt-injection", "train"), tmp_path, "prompt-injection", "train", prose=True
+    )
+    assert corpus.ids == ["p1", "m1#0", "m1#prose0", "m2#0"]
+    assert corpus.texts[2] == "read the config once"
+    assert corpus.labels == [0, 0, 0, 0]
+    assert corpus.groups[2] == f"{CODE_GROUP_PREFIX}pypi:a"
+
+
 def test_quorum_thresholds_separate_separable_scores():
     """With model scores that separate the classes, the simulated quorum makes no errors."""
     texts = ["Quarterly report attached."] * 4 + ["Please review the attached plan."] * 4

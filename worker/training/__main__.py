@@ -56,6 +56,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(an experiment, not the shipped recipe; by default the copies are only scored)",
     )
     parser.add_argument(
+        "--prose-negatives",
+        action="store_true",
+        help="also train on the prose the code negatives' diffs add inside code (comments, docstrings; "
+        "an experiment, not the shipped recipe)",
+    )
+    parser.add_argument(
         "--redistill", action="store_true", help="distil the static embedding even if shipped"
     )
     return parser.parse_args(argv)
@@ -75,7 +81,9 @@ def main(argv: list[str] | None = None) -> None:
         distill_embeddings(None if args.out_dir is None else out_dir / "minilm-static", force=args.redistill)
     summary: dict[str, dict[str, object]] = {}
     for policy in args.policy or list(POLICIES):
-        train = with_code_negatives(load_corpus(datasets, policy, "train"), datasets, policy, "train")
+        train = with_code_negatives(
+            load_corpus(datasets, policy, "train"), datasets, policy, "train", prose=args.prose_negatives
+        )
         train = with_planted_copies(train, datasets, policy, "train")
         labels = np.asarray(train.labels)
         oof: dict[str, np.ndarray] = {}

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from worker.core.prose import diff_prose
+
 POLICIES: tuple[str, ...] = ("prompt-injection", "malicious-package")
 
 
@@ -81,8 +83,12 @@ def code_slices(text: str, slices: int = CODE_SLICES, size: int = CODE_SLICE_BYT
     return [data[s : s + size].decode("utf-8", errors="ignore") for s in starts]
 
 
-def with_code_negatives(corpus: Corpus, datasets_dir: Path, policy: str, split: str) -> Corpus:
-    """``corpus`` plus the harmless diffs of the sibling code policy's same split, if any."""
+def with_code_negatives(
+    corpus: Corpus, datasets_dir: Path, policy: str, split: str, prose: bool = False
+) -> Corpus:
+    """``corpus`` plus the harmless diffs of the sibling code policy's same split, if any; with
+    ``prose``, also the prose each diff adds inside code (:func:`worker.core.prose.diff_prose`:
+    developer comments, docstrings and messages, read as the prose view reads them)."""
     source = CODE_NEGATIVES.get(policy)
     if source is None:
         return corpus
@@ -92,11 +98,14 @@ def with_code_negatives(corpus: Corpus, datasets_dir: Path, policy: str, split: 
     for text, label, group, id_ in zip(code.texts, code.labels, code.groups, code.ids, strict=True):
         if label:
             continue
-        for index, piece in enumerate(code_slices(text)):
+        pieces = [(str(index), piece) for index, piece in enumerate(code_slices(text))]
+        if prose and (view := diff_prose(text.encode("utf-8")).decode("utf-8", errors="replace")):
+            pieces += [(f"prose{index}", piece) for index, piece in enumerate(code_slices(view))]
+        for suffix, piece in pieces:
             texts.append(piece)
             labels.append(0)
             groups.append(f"{CODE_GROUP_PREFIX}{group}")
-            ids.append(f"{id_}#{index}")
+            ids.append(f"{id_}#{suffix}")
     return Corpus(texts=texts, labels=labels, groups=groups, ids=ids)
 
 
