@@ -15,6 +15,7 @@ the raw windows and are not repeated here.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 # Comment syntaxes by file extension (lower case, with the dot) or bare file name.
@@ -151,15 +152,27 @@ def diff_prose(data: bytes) -> bytes:
     one fragment a line (``b""`` when ``data`` is no diff or adds none)."""
     if not is_unified_diff(data):
         return b""
-    out: list[bytes] = []
+    out = bytearray()
     reader: _FileReader | None = None
-    for raw in data.split(b"\n"):
+    for raw in _lines(data):
         if raw.startswith(b"+++ "):
             target = raw[4:].strip().decode("utf-8", "replace")
             reader = _FileReader(target.removeprefix("b/") if target != "/dev/null" else "")
         elif raw.startswith(b"+") and reader is not None and reader.reads_code:
-            out.extend(reader.read(raw[1:].rstrip(b"\r")))
-    return b"\n".join(fragment.strip() for fragment in out if fragment.strip())
+            for fragment in reader.read(raw[1:].rstrip(b"\r")):
+                if fragment := fragment.strip():
+                    out += fragment + b"\n"
+    return bytes(out[:-1])
+
+
+def _lines(data: bytes) -> Iterator[bytes]:
+    """The lines of ``data``, one at a time (a split would hold every line of a large diff at once)."""
+    start, size = 0, len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        end = size if end < 0 else end
+        yield data[start:end]
+        start = end + 1
 
 
 class _FileReader:
