@@ -1,10 +1,10 @@
 """Injections written as code comments: the prompt-injection gate with and without its prose view.
 
-    python tests/benchmarks/in_code.py [--seed 0] [--negatives] [FILE.jsonl[.gz]]
+    python tests/benchmarks/in_code.py [--seed 0] [--context 512] [--negatives] [FILE.jsonl[.gz]]
 
 Writes every record of ``FILE`` (default: the prompt-injection dev split) as added ``#`` or ``//``
 comment lines of a ``.py`` / ``.js`` file in a unified diff, between two pieces of the harmless
-malicious-package TRAIN diffs (each under 512 bytes, drawn with ``--seed``), label unchanged. Then
+malicious-package TRAIN diffs (each under ``--context`` bytes, drawn with ``--seed``), label unchanged. Then
 runs ``canary eval --json`` with the shipped policy (raw windows + the prose view of
 ``worker/core/prose.py``) and with a copy of it whose detectors read raw windows only, and prints
 n, FN, FP, FNR and FPR of each. ``--negatives`` also gates the malicious-package TRAIN split's
@@ -35,12 +35,12 @@ POLICY = "prompt-injection"
 SYNTAXES = (("+# ", "pkg/util.py"), ("+// ", "src/util.js"))
 
 
-def as_comments(text: str, rng: random.Random, code: list[bytes]) -> str:
+def as_comments(text: str, rng: random.Random, code: list[bytes], context: int = 512) -> str:
     """``text`` as added comment lines of one code file, between two short harmless diff pieces."""
     prefix, path = rng.choice(SYNTAXES)
     body = "\n".join(prefix + line for line in text.split("\n"))
     header = f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1,3 +1,40 @@\n"
-    before, _, after = planted(rng, "", code).partition("\n\n")
+    before, _, after = planted(rng, "", code, context).partition("\n\n")
     return f"{before}\n{header}{body}\n{after}"
 
 
@@ -68,6 +68,9 @@ def main() -> None:
     )
     parser.add_argument("file", nargs="?")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--context", type=int, default=512, help="bytes of harmless diff at most on each side"
+    )
     parser.add_argument("--negatives", action="store_true", help="also gate train's harmless release diffs")
     args = parser.parse_args()
     datasets = default_datasets_dir()
@@ -80,7 +83,7 @@ def main() -> None:
     with gzip.open(source, "rt", encoding="utf-8") as lines:
         records = [json.loads(line) for line in lines]
     for record in records:
-        record["text"] = as_comments(record["text"], rng, code)
+        record["text"] = as_comments(record["text"], rng, code, args.context)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         inputs = {"dev records as code comments": write(folder / "in-code.jsonl.gz", records)}
