@@ -19,102 +19,20 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 # Comment syntaxes by file extension (lower case, with the dot) or bare file name.
-_HASH = frozenset(
-    [
-        ".py",
-        ".pyw",
-        ".pyi",
-        ".pth",
-        ".sh",
-        ".bash",
-        ".zsh",
-        ".rb",
-        ".pl",
-        ".pm",
-        ".r",
-        ".yaml",
-        ".yml",
-        ".toml",
-        ".cfg",
-        ".ini",
-        ".conf",
-        ".mk",
-        ".cmake",
-        ".ps1",
-        ".psm1",
-        ".tf",
-        ".nix",
-        ".gemspec",
-        ".rake",
-        ".coffee",
-        ".jl",
-        ".ex",
-        ".exs",
-        ".nim",
-        ".cr",
-    ]
-    + ["makefile", "dockerfile", "rakefile", "gemfile", "cmakelists.txt"]
+_HASH_NAMES = (
+    ".py .pyw .pyi .pth .sh .bash .zsh .rb .pl .pm .r .yaml .yml .toml .cfg .ini .conf .mk .cmake .ps1 "
+    ".psm1 .tf .nix .gemspec .rake .coffee .jl .ex .exs .nim .cr makefile dockerfile rakefile gemfile "
+    "cmakelists.txt"
 )
-_SLASH = frozenset(
-    [
-        ".js",
-        ".mjs",
-        ".cjs",
-        ".jsx",
-        ".ts",
-        ".tsx",
-        ".mts",
-        ".cts",
-        ".go",
-        ".java",
-        ".kt",
-        ".kts",
-        ".scala",
-        ".groovy",
-        ".gradle",
-        ".c",
-        ".h",
-        ".cc",
-        ".cpp",
-        ".cxx",
-        ".hpp",
-        ".hh",
-        ".cs",
-        ".rs",
-        ".swift",
-        ".m",
-        ".mm",
-        ".php",
-        ".dart",
-        ".proto",
-        ".zig",
-        ".v",
-        ".sol",
-        ".css",
-        ".scss",
-        ".less",
-        ".vue",
-        ".svelte",
-    ]
+_SLASH_NAMES = (
+    ".js .mjs .cjs .jsx .ts .tsx .mts .cts .go .java .kt .kts .scala .groovy .gradle .c .h .cc .cpp .cxx "
+    ".hpp .hh .cs .rs .swift .m .mm .php .dart .proto .zig .v .sol .css .scss .less .vue .svelte"
 )
-_MARKUP = frozenset(
-    [
-        ".html",
-        ".htm",
-        ".xml",
-        ".xhtml",
-        ".svg",
-        ".vue",
-        ".svelte",
-        ".jsp",
-        ".erb",
-        ".hbs",
-        ".njk",
-        ".jinja",
-        ".j2",
-    ]
-)
-_DOCSTRING = frozenset([".py", ".pyw", ".pyi"])
+_MARKUP_NAMES = ".html .htm .xml .xhtml .svg .vue .svelte .jsp .erb .hbs .njk .jinja .j2"
+_HASH = frozenset(_HASH_NAMES.split())
+_SLASH = frozenset(_SLASH_NAMES.split())
+_MARKUP = frozenset(_MARKUP_NAMES.split())
+_DOCSTRING = frozenset((".py", ".pyw", ".pyi"))
 
 _LINE_HASH = re.compile(rb"(?:^|\s)#+!?\s?(.*)$")
 _LINE_SLASH = re.compile(rb"(?:^|[^:\\/])//+!?\s?(.*)$")
