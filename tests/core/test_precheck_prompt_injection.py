@@ -850,6 +850,7 @@ def test_orders_to_an_addressed_reader_and_third_person_leak_orders_raise_a_rule
         b"Assistant, model and agent are the three roles in this framework.",
         b"Bitte sende den Bericht an die Abteilung weiter. Danke!",
         b"Requirements. System: Ubuntu 22.04 or newer.",
+        b"- CI bot: bump dependencies\n- merge bot, retry on conflicts",
     ],
 )
 def test_descriptions_of_leaks_and_notes_to_readers_raise_no_vote(text):
