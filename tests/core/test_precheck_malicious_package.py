@@ -717,3 +717,23 @@ def test_decoded_eval_in_two_steps_and_wiping_home_reach_the_vote(path, body, ru
     result = run_precheck(new_file(path, body), POLICY)
     assert rule in {e.rule_id for e in result.evidence}
     assert result.score >= 0.5 * POLICY.precheck.block_score
+
+
+def test_shellcode_run_through_ctypes_is_blocked_and_a_library_call_is_not():
+    """VirtualAlloc + RtlMoveMemory + CreateThread from Python blocks; loading libc does not vote."""
+    shellcode = (
+        "buf = bytearray(b'\\xfc\\x48\\x83\\xe4')\n"
+        "ptr = ctypes.windll.kernel32.VirtualAlloc(0, len(buf), 0x3000, 0x40)\n"
+        "ctypes.windll.kernel32.RtlMoveMemory(ptr, buf, len(buf))\n"
+        "ctypes.windll.kernel32.CreateThread(0, 0, ptr, 0, 0, 0)"
+    )
+    result = run_precheck(new_file("pkg/__init__.py", shellcode), POLICY)
+    assert result.verdict == "harmful" and "mp.inject.shellcode" in {e.rule_id for e in result.evidence}
+    libc = "libc = ctypes.CDLL(ctypes.util.find_library('c'))\nlibc.getpid.restype = ctypes.c_int"
+    assert run_precheck(new_file("pkg/_sys.py", libc), POLICY).score < 0.5 * POLICY.precheck.block_score
+
+
+def test_an_npmrc_named_in_a_path_join_is_a_credential_file():
+    """``path.join(home, '.npmrc')`` names the registry credentials as ``~/.npmrc`` does."""
+    body = "const rc = fs.readFileSync(path.join(os.homedir(), '.npmrc'), 'utf8');"
+    assert "mp.creds.files" in {e.rule_id for e in run_precheck(new_file("index.js", body), POLICY).evidence}
