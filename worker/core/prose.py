@@ -18,6 +18,8 @@ import re
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
+from worker.core.diff import parse_diff
+
 # Comment syntaxes by file extension (lower case, with the dot) or bare file name.
 _HASH_NAMES = (
     ".py .pyw .pyi .pth .sh .bash .zsh .rb .pl .pm .r .yaml .yml .toml .cfg .ini .conf .mk .cmake .ps1 "
@@ -60,43 +62,44 @@ def _syntax(path: str) -> tuple[bool, bool, bool, bool]:
     )
 
 
-def is_unified_diff(data: bytes) -> bool:
-    """True when ``data`` has a file header of a unified diff."""
-    return data.startswith((b"diff --git ", b"--- ")) or b"\ndiff --git " in data or b"\n+++ " in data
-
-
 def diff_prose(data: bytes) -> bytes:
     """The comments, docstrings and sentence-like string literals of the diff's added code lines,
-    one fragment a line (``b""`` when ``data`` is no diff or adds none)."""
-    if not is_unified_diff(data):
+    one fragment a line (``b""`` when ``data`` is no diff or adds none). Files, paths and added
+    lines are the diff parser's (:func:`worker.core.diff.parse_diff`), as the pre-check reads them."""
+    diff = parse_diff(data)
+    if diff is None:
         return b""
     out = bytearray()
     reader: _FileReader | None = None
-    for raw in _lines(data):
-        if raw.startswith(b"+++ "):
-            target = raw[4:].strip().decode("utf-8", "replace")
-            reader = _FileReader(target.removeprefix("b/") if target != "/dev/null" else "")
-        elif raw.startswith(b"+") and reader is not None and reader.reads_code:
-            for fragment in reader.read(raw[1:].rstrip(b"\r")):
+    for run_start, run_end in diff.added_runs():
+        file = diff.file_at(run_start)
+        if file is None:
+            continue
+        if reader is None or reader.start != file.start:  # runs come in order, a file's together
+            reader = _FileReader(file.path, file.start)
+        if not reader.reads_code:
+            continue
+        for line in _lines(data, run_start, run_end):
+            for fragment in reader.read(line[1:].rstrip(b"\r")):  # each added line starts with +
                 if fragment := fragment.strip():
                     out += fragment + b"\n"
     return bytes(out[:-1])
 
 
-def _lines(data: bytes) -> Iterator[bytes]:
-    """The lines of ``data``, one at a time (a split would hold every line of a large diff at once)."""
-    start, size = 0, len(data)
-    while start < size:
-        end = data.find(b"\n", start)
-        end = size if end < 0 else end
-        yield data[start:end]
-        start = end + 1
+def _lines(data: bytes, start: int, end: int) -> Iterator[bytes]:
+    """The lines of ``data[start:end]``, one at a time (never all lines of a large diff at once)."""
+    while start < end:
+        stop = data.find(b"\n", start, end)
+        stop = end if stop < 0 else stop
+        yield data[start:stop]
+        start = stop + 1
 
 
 class _FileReader:
     """The prose of one file's added lines, read in order (block comments and docstrings span lines)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, start: int) -> None:
+        self.start = start  # where the file's section of the diff begins
         self.hashes, self.slashes, self.markup, self.docstrings = _syntax(path)
         self.reads_code = self.hashes or self.slashes or self.markup
         self.open: bytes | None = None  # the closing token of a comment or docstring left open
@@ -120,7 +123,8 @@ class _FileReader:
 
     def _continue(self, line: bytes) -> bytes:
         """A line inside an open block comment or docstring: its text up to the closing token."""
-        end = line.find(self.open) if self.open is not None else -1
+        assert self.open is not None
+        end = line.find(self.open)
         text = line if end < 0 else line[:end]
         if self.open == b"*/":
             text = _BLOCK_LEAD.sub(b"", text)
