@@ -15,7 +15,9 @@ import pytest
 from policies.loader import load_policy
 from policies.schema import HarmPolicy
 from worker.core.detector import Artifact, Detector
+from worker.detectors._windows import window_spans
 from worker.detectors.lexical import LexicalDetector
+from worker.detectors.lexical import load_model as load_lexical
 from worker.detectors.semantic import SemanticDetector
 
 INJECTION = load_policy("prompt-injection")
@@ -191,6 +193,24 @@ def test_length_alone_does_not_make_an_artifact_harmful(make: type[Detector]) ->
     """A 1 MB benign log is harmless: thousands of harmless windows do not add up to a harmful vote
     (the semantic head flags 5 KB of these lines, 0.985, but not 1 MB of them, 0.641)."""
     assert verdict(make(), benign_log(1_000_000)) == "harmless"
+
+
+PROMPT_TEMPLATE = b"You are a helpful assistant. Answer the user's question using only the context.\n"
+
+
+def test_lexical_vote_does_not_rise_with_length_beyond_the_labelled_cap() -> None:
+    """The lexical model reads its best window against the window count beyond 64 KB (the labelled
+    diffs' cap; every train artifact is shorter): a prompt template it flags alone is still flagged
+    among 40 KB of its copies, but not among 1 MB of them, the way a release's thousands of
+    ordinary windows no longer add up to a harmful vote (20 MB of train's harmless diffs did)."""
+    detector = LexicalDetector()
+    for policy in (INJECTION, PACKAGE):
+        model = load_lexical(policy.id)
+        assert model.null is not None
+        assert model.null.reference_windows == len(window_spans(64 * 1024, model.window, model.overlap))
+    assert verdict(detector, PROMPT_TEMPLATE) == "harmful"
+    assert verdict(detector, PROMPT_TEMPLATE * 500) == "harmful"
+    assert verdict(detector, PROMPT_TEMPLATE * 13_000) == "harmless"
 
 
 POLITE_EXFILTRATION = (

@@ -241,3 +241,33 @@ def test_the_quorum_search_reports_the_copies_and_counts_them_only_when_asked():
     assert (reported.fnr, reported.fpr, reported.planted_fnr) == (0.0, 0.0, 0.75)
     counted = choose_ensemble_thresholds("prompt-injection", corpus, scores, scores + 0.1, planted_weight=1.0)
     assert (counted.fnr, counted.fpr, counted.planted_fnr) == (0.0, 0.25, 0.0)
+
+
+def test_a_set_reference_length_discounts_only_longer_artifacts():
+    """``MilConfig.reference_windows`` sets the window null's reference (the lexical recipes: the
+    labelled diffs' 64 KB cap): every train artifact shorter than it scores as its best window alone
+    would, in the same order, so the quorum cut splits train the same way."""
+    from sklearn.linear_model import LogisticRegression
+
+    from worker.training.mil import MilConfig, cross_validate_and_fit
+
+    rng = np.random.default_rng(1)
+    count = 120
+    labels = np.array([0, 1] * (count // 2))
+    x, owner = _windows_of(count, rng, 2.0 * labels)
+    corpus = Corpus(
+        texts=["x"] * count,
+        labels=labels.tolist(),
+        groups=[f"g{i // 2}" for i in range(count)],
+        ids=[str(i) for i in range(count)],
+    )
+    plain = cross_validate_and_fit(LogisticRegression, x, owner, corpus, MilConfig(rounds=1))
+    fit = cross_validate_and_fit(
+        LogisticRegression, x, owner, corpus, MilConfig(rounds=1, scan_statistic=1.0, reference_windows=50.0)
+    )
+    assert fit.null is not None and fit.null.reference_windows == 50.0  # train's longest: 2 windows
+    order = np.argsort(plain.oof_scores, kind="stable")
+    assert np.all(np.diff(fit.oof_scores[order]) >= 0)  # a monotone reading of the best window
+    best = float(plain.oof_scores.max())
+    assert fit.null.artifact_logit(best, 50) == fit.null.artifact_logit(best, 1)
+    assert fit.null.artifact_logit(best, 500) < fit.null.artifact_logit(best, 50)

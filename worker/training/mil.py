@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypedDict, TypeVar
 
@@ -55,6 +55,9 @@ class MilConfig:
     # None: off; else the quantile of the policy's training artifacts' window counts up to which an
     # artifact counts as one window (0.0: every window counts).
     scan_statistic: float | None = None
+    # With a scan statistic: the reference length in windows, set directly instead of by the quantile
+    # (a length train cannot choose: every train artifact shorter than it reads the same).
+    reference_windows: float | None = None
     # Planted copies of the records (worker.training.data.with_planted_copies), if the corpus has
     # any: False, they are only scored out of fold, so the model is exactly the one trained without
     # them and training reports how it does on records inside code; True, they are trained on too.
@@ -220,6 +223,8 @@ def cross_validate_and_fit(
     if config.scan_statistic is not None:
         original = ~copies[owner]  # the null is that of the harmless windows of the corpus itself
         null = window_null(window_logits[original], owner[original], labels, own, config.scan_statistic)
+        if config.reference_windows is not None:
+            null = replace(null, reference_windows=max(null.reference_windows, config.reference_windows))
         oof = null.artifact_logits(oof, np.bincount(owner, minlength=len(labels)))
     threshold = choose_threshold(oof[own], labels[own])
     weights = fitted_weights(train.groups, labels, config, copies)
