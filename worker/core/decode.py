@@ -180,11 +180,16 @@ def _html_text(parent: Layer) -> Layer | None:
     one), character references decoded; each text run maps to its own span of the original."""
     data = parent.data
     # Cheap gates first (one-byte searches are memchr-fast; each longer one costs ~1 ms per MB):
-    # closing tags or a comment where there is a "<", numeric references where "&" is frequent.
+    # closing tags or a comment where there is a "<", numeric references where "&" is frequent
+    # (found from the ampersands' positions: one vector pass instead of a count and a search).
     lt = b"<" in data
-    ampersands = data.count(b"&")
+    at = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 38)  # '&'
+    ampersands = len(at)
     markup = lt and (data.count(b"</") >= 2 or b"<!--" in data)
-    references = ampersands >= _SPELLED_LETTERS and b"&#" in data
+    at = at[at + 1 < len(data)]
+    references = ampersands >= _SPELLED_LETTERS and bool(
+        (np.frombuffer(data, dtype=np.uint8)[at + 1] == 35).any()  # '&#'
+    )
     if not (markup or references):
         return None
     tags = list(_HTML_TAG.finditer(data)) if lt else []
