@@ -183,13 +183,12 @@ def _html_text(parent: Layer) -> Layer | None:
     # closing tags or a comment where there is a "<", numeric references where "&" is frequent
     # (found from the ampersands' positions: one vector pass instead of a count and a search).
     lt = b"<" in data
-    at = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 38)  # '&'
+    codes = np.frombuffer(data, dtype=np.uint8)
+    at = np.flatnonzero(codes == 38)  # '&'
     ampersands = len(at)
     markup = lt and (data.count(b"</") >= 2 or b"<!--" in data)
-    at = at[at + 1 < len(data)]
-    references = ampersands >= _SPELLED_LETTERS and bool(
-        (np.frombuffer(data, dtype=np.uint8)[at + 1] == 35).any()  # '&#'
-    )
+    after = at[at + 1 < len(data)] + 1
+    references = ampersands >= _SPELLED_LETTERS and bool((codes[after] == 35).any())  # '&#'
     if not (markup or references):
         return None
     tags = list(_HTML_TAG.finditer(data)) if lt else []

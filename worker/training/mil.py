@@ -55,8 +55,8 @@ class MilConfig:
     # None: off; else the quantile of the policy's training artifacts' window counts up to which an
     # artifact counts as one window (0.0: every window counts).
     scan_statistic: float | None = None
-    # With a scan statistic: the reference length in windows, set directly instead of by the quantile
-    # (a length train cannot choose: every train artifact shorter than it reads the same).
+    # With a scan statistic: a reference length in windows that overrides a shorter quantile (train
+    # cannot choose among references longer than its longest artifact: they all read it the same).
     reference_windows: float | None = None
     # Planted copies of the records (worker.training.data.with_planted_copies), if the corpus has
     # any: False, they are only scored out of fold, so the model is exactly the one trained without
