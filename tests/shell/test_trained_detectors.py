@@ -13,8 +13,10 @@ from email.message import EmailMessage
 import pytest
 
 from policies.loader import load_policy
-from policies.schema import HarmPolicy
+from policies.schema import DetectorSpec, HarmPolicy
 from worker.core.detector import Artifact, Detector
+from worker.core.errors import ConfigError
+from worker.detectors import build_detector
 from worker.detectors._windows import window_spans
 from worker.detectors.lexical import LexicalDetector
 from worker.detectors.lexical import load_model as load_lexical
@@ -211,6 +213,27 @@ def test_lexical_vote_does_not_rise_with_length_beyond_the_labelled_cap() -> Non
     assert verdict(detector, PROMPT_TEMPLATE) == "harmful"
     assert verdict(detector, PROMPT_TEMPLATE * 500) == "harmful"
     assert verdict(detector, PROMPT_TEMPLATE * 13_000) == "harmless"
+
+
+def test_reference_windows_option_reads_long_artifacts_by_the_best_window_alone() -> None:
+    """A policy that gates long logs can set ``reference_windows`` high: the best window alone then
+    decides at any length, by the same cut (the lexical vote before its null), so an injection in
+    the middle of 1 MB of log lines is found again, as is the template among its copies."""
+    log = benign_log(1_000_000)
+    deep = log[:500_000] + b"\n" + CLEAR_INJECTION + log[500_000:]
+    trained, alone = (
+        LexicalDetector(),
+        build_detector(DetectorSpec(name="lexical", kind="lexical", options={"reference_windows": 1e9})),
+    )
+    assert [verdict(trained, data) for data in (deep, PROMPT_TEMPLATE * 13_000)] == ["harmless"] * 2
+    assert [verdict(alone, data) for data in (deep, PROMPT_TEMPLATE * 13_000, log)] == [
+        "harmful",
+        "harmful",
+        "harmless",
+    ]
+    for bad in (0, -5, "many"):
+        with pytest.raises(ConfigError, match="reference_windows"):
+            LexicalDetector(reference_windows=bad)
 
 
 POLITE_EXFILTRATION = (

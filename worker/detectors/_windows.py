@@ -17,6 +17,7 @@ import math
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from itertools import islice
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -26,7 +27,7 @@ import numpy as np
 from policies.loader import current_sha256, default_models_dir
 from policies.schema import HarmPolicy
 from worker.core.detector import Artifact, verdict_output
-from worker.core.errors import DetectorError
+from worker.core.errors import ConfigError, DetectorError
 from worker.core.mail import decoded_text_parts
 from worker.core.models import Answer, Coverage, ErrorKind, Verdict
 from worker.core.prose import diff_prose
@@ -120,13 +121,19 @@ def artifact_score(model: WindowedModel, logits: np.ndarray) -> float:
     return best_window_score(model, logits.max() if logits.size else None, int(logits.size))
 
 
-def best_window_score(model: WindowedModel, best: np.floating[Any] | None, count: int) -> float:
-    """``artifact_score`` from the best of ``count`` window logits (None: no window)."""
+def best_window_score(
+    model: WindowedModel, best: np.floating[Any] | None, count: int, reference_windows: float | None = None
+) -> float:
+    """``artifact_score`` from the best of ``count`` window logits (None: no window);
+    ``reference_windows`` overrides the null's reference length (see :class:`WindowedModelDetector`)."""
     if best is None or count == 0:
         return 0.0
     if model.null is None:  # in the logits' own dtype, as the vote was computed before nulls existed
         return float(1.0 / (1.0 + np.exp(-best)))
-    return expit(model.null.artifact_logit(float(best), count))
+    null = (
+        model.null if reference_windows is None else replace(model.null, reference_windows=reference_windows)
+    )
+    return expit(null.artifact_logit(float(best), count))
 
 
 def expit(logit: float) -> float:
@@ -137,7 +144,13 @@ def expit(logit: float) -> float:
     return odds / (1.0 + odds)
 
 
-def scored_answer(data: bytes, model: WindowedModel, threshold: float, prose: bool = False) -> Answer:
+def scored_answer(
+    data: bytes,
+    model: WindowedModel,
+    threshold: float,
+    prose: bool = False,
+    reference_windows: float | None = None,
+) -> Answer:
     """Score every window of ``data`` and answer with full coverage.
 
     An e-mail's base64 or quoted-printable text parts are also scored decoded (what its reader
@@ -164,7 +177,7 @@ def scored_answer(data: bytes, model: WindowedModel, threshold: float, prose: bo
             top = logits.max()
             best = top if best is None or top > best else best
             count += int(logits.size)
-    score = best_window_score(model, best, count)
+    score = best_window_score(model, best, count, reference_windows)
     verdict: Verdict = "harmful" if score >= threshold else "harmless"
     coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score)
@@ -176,7 +189,10 @@ class WindowedModelDetector:
     Subclasses name their ``backend`` and say how to ``load`` the policy's model (the files
     the policy was fingerprinted with); ``threshold`` overrides the trained one, ``models_dir``
     the shipped artifacts, and ``prose: true`` also reads a diff's comments and strings on their
-    own (see :func:`scored_answer`).
+    own (see :func:`scored_answer`). ``reference_windows`` overrides the length, in windows, up to
+    which an artifact is read as one window by a model with a window null (trained: 64 KB for the
+    lexical models): a policy that gates long logs and would rather review than miss an injection
+    deep inside sets it high (e.g. 1e9: the best window alone, judged by the same cut).
     """
 
     backend: ClassVar[str]
@@ -186,6 +202,10 @@ class WindowedModelDetector:
         self.threshold = threshold
         self.models_dir: Path | None = Path(options["models_dir"]) if "models_dir" in options else None
         self.prose = bool(options.get("prose", False))
+        reference = options.get("reference_windows")
+        if reference is not None and not (isinstance(reference, int | float) and reference >= 1):
+            raise ConfigError(f"{self.name}: reference_windows must be a number >= 1, not {reference!r}")
+        self.reference_windows = None if reference is None else float(reference)
 
     def load(self, policy: HarmPolicy) -> WindowedModel:
         raise NotImplementedError
@@ -193,4 +213,4 @@ class WindowedModelDetector:
     def answer(self, artifact: Artifact, policy: HarmPolicy) -> Answer:
         model = self.load(policy)
         threshold = model.threshold if self.threshold is None else self.threshold
-        return scored_answer(artifact.data, model, threshold, self.prose)
+        return scored_answer(artifact.data, model, threshold, self.prose, self.reference_windows)
