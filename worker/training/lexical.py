@@ -9,8 +9,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.linear_model import SGDClassifier
 
-from worker.core.segment import segment_spans
 from worker.detectors._ngrams import featurize
+from worker.detectors._windows import window_spans
 from worker.detectors.lexical import ARTIFACT
 from worker.training.data import Corpus
 from worker.training.mil import MALWARE_GROUP_POWER, MilConfig, MilFit, cross_validate_and_fit, write_artifact
@@ -18,12 +18,7 @@ from worker.training.windows import explode
 
 BITS = 20
 SEED = 0
-LABELLED_CAP = 64 * 1024  # the datasets' records are cut at 64 KB
-
-
-def _windows_in(size: int, window: int, overlap: int) -> float:
-    """How many windows cover ``size`` bytes."""
-    return float(len(list(segment_spans(size, window, overlap))))
+LABELLED_CAP = 64 * 1024  # the datasets' records are cut at 64 KB: the lexical window null's reference
 
 
 @dataclass(frozen=True)
@@ -48,28 +43,24 @@ RECIPES: dict[str, LexicalRecipe] = {
     # the semantic heads do: the best of a release's thousands of windows otherwise rises with length
     # alone (20 MB of train's harmless diffs concatenated voted harmful; the lexical vote was in all
     # 11 false blocks of tests/benchmarks/fresh-releases.txt). The reference length is the labelled
-    # diffs' cap, 64 KB (171 and 19 windows): no train artifact is longer (35 and 19 windows at most,
-    # the borrowed code negatives included), so on train the vote is a monotone reading of its best
-    # window (the same artifacts on either side of the same quorum cut, the weights unchanged), and
-    # only what is longer than anything labelled is discounted. Train cannot tell apart references
+    # diffs' cap, LABELLED_CAP (171 and 19 windows of each recipe's geometry, set in train_lexical):
+    # no train artifact is longer (35 and 19 windows at most, the borrowed code negatives included),
+    # so on train the vote is a monotone reading of its best window (the same artifacts on either
+    # side of the same quorum cut, the weights unchanged), and only what is longer than anything
+    # labelled is discounted. Train cannot tell apart references
     # of 35 windows or more; train's longest (35) for prompt-injection cost injections planted in
     # 64 KB of release diff (tests/benchmarks/planted.py: 25 more missed of 246, 5 fewer false alarms).
     "prompt-injection": LexicalRecipe(
         window=512,
         overlap=128,
-        mil=MilConfig(margin=0.25, scan_statistic=1.0, reference_windows=_windows_in(LABELLED_CAP, 512, 128)),
+        mil=MilConfig(margin=0.25, scan_statistic=1.0),
     ),
     # Malicious code is a hook or a function: a few KB of diff is one unit.
     "malicious-package": LexicalRecipe(
         window=4096,
         overlap=512,
         epochs=10,
-        mil=MilConfig(
-            rounds=1,
-            group_power=MALWARE_GROUP_POWER,
-            scan_statistic=1.0,
-            reference_windows=_windows_in(LABELLED_CAP, 4096, 512),
-        ),
+        mil=MilConfig(rounds=1, group_power=MALWARE_GROUP_POWER, scan_statistic=1.0),
     ),
 }
 
@@ -110,7 +101,8 @@ def train_lexical(
     matrix, owner = window_matrix(train.texts, recipe)
     if log:
         print(f"[lexical:{policy}] {matrix.shape[0]} windows, {matrix.nnz} non-zeros")
-    mil = replace(recipe.mil, train_on_copies=train_on_copies)
+    reference = float(len(window_spans(LABELLED_CAP, recipe.window, recipe.overlap)))
+    mil = replace(recipe.mil, train_on_copies=train_on_copies, reference_windows=reference)
     fit = cross_validate_and_fit(lambda: _classifier(recipe), matrix, owner, train, mil)
     write_artifact(
         out_dir / policy / ARTIFACT,
