@@ -108,17 +108,21 @@ class _FileReader:
         if self.open is not None:
             return [self._continue(line)]
         out: list[bytes] = []
-        if self.docstrings and (docstring := self._docstring(line, out)) is not None:
-            return [docstring]
-        if self.markup:
+        # each syntax is tried only on a line holding its token: a substring test costs far less
+        # than a regex search, and most code lines hold no comment and no string
+        if self.docstrings and (b'"""' in line or b"'''" in line):
+            if (docstring := self._docstring(line, out)) is not None:
+                return [docstring]
+        if self.markup and b"<!--" in line:
             for match in _MARKUP_COMMENT.finditer(line):
                 out.append(match.group(1))
                 self.open = None if match.group(0).endswith(b"-->") else b"-->"
-        if self.slashes:
+        if self.slashes and b"/" in line:
             out.extend(self._slash_comment(line))
-        if self.hashes and (comment := _LINE_HASH.search(line)) is not None:
+        if self.hashes and b"#" in line and (comment := _LINE_HASH.search(line)) is not None:
             out.append(comment.group(1))
-        out.extend(_sentences(line))
+        if b'"' in line or b"'" in line or b"`" in line:
+            out.extend(_sentences(line))
         return out
 
     def _continue(self, line: bytes) -> bytes:
