@@ -231,9 +231,12 @@ def test_reference_windows_option_reads_long_artifacts_by_the_best_window_alone(
         "harmful",
         "harmless",
     ]
-    for bad in (0, -5, "many"):
+    for bad in (0, -5, "many", True, float("nan")):
         with pytest.raises(ConfigError, match="reference_windows"):
             LexicalDetector(reference_windows=bad)
+    for not_a_flag in ("no", 1, None):
+        with pytest.raises(ConfigError, match="prose"):
+            LexicalDetector(prose=not_a_flag)
 
 
 POLITE_EXFILTRATION = (

@@ -201,9 +201,13 @@ class WindowedModelDetector:
         self.name = name or self.backend
         self.threshold = threshold
         self.models_dir: Path | None = Path(options["models_dir"]) if "models_dir" in options else None
-        self.prose = bool(options.get("prose", False))
+        self.prose = options.get("prose", False)
+        if not isinstance(self.prose, bool):  # a YAML "no" or "off" quoted as a string would read as true
+            raise ConfigError(f"{self.name}: prose must be true or false, not {self.prose!r}")
         reference = options.get("reference_windows")
-        if reference is not None and not (isinstance(reference, int | float) and reference >= 1):
+        if reference is not None and (
+            isinstance(reference, bool) or not (isinstance(reference, int | float) and reference >= 1)
+        ):
             raise ConfigError(f"{self.name}: reference_windows must be a number >= 1, not {reference!r}")
         self.reference_windows = None if reference is None else float(reference)
 
