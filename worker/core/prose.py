@@ -110,9 +110,9 @@ class _FileReader:
         out: list[bytes] = []
         # each syntax is tried only on a line holding its token: a substring test costs far less
         # than a regex search, and most code lines hold no comment and no string
-        if self.docstrings and (b'"""' in line or b"'''" in line):
-            if (docstring := self._docstring(line, out)) is not None:
-                return [docstring]
+        triple = b'"""' in line or b"'''" in line
+        if self.docstrings and triple and (docstring := self._docstring(line, out)) is not None:
+            return [docstring]
         if self.markup and b"<!--" in line:
             for match in _MARKUP_COMMENT.finditer(line):
                 out.append(match.group(1))
