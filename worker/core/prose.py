@@ -110,8 +110,11 @@ class _FileReader:
         out: list[bytes] = []
         # each syntax is tried only on a line holding its token: a substring test costs far less
         # than a regex search, and most code lines hold no comment and no string
-        triple = b'"""' in line or b"'''" in line
-        if self.docstrings and triple and (docstring := self._docstring(line, out)) is not None:
+        if (
+            self.docstrings
+            and (b'"""' in line or b"'''" in line)
+            and (docstring := self._docstring(line, out)) is not None
+        ):
             return [docstring]
         if self.markup and b"<!--" in line:
             for match in _MARKUP_COMMENT.finditer(line):
