@@ -489,6 +489,7 @@ ADDRESSED_LOOK_ALIKES = [
         b"    // We don't flag the view as destroyed before the hooks run\n",
         b"+skip_list:\n+  # Ignore rules that make no sense:\n+  - galaxy[tags]\n",
         b"The request body must be one that the model must accept the kind of media of, as documented.\n",
+        b"+    # Never delete the records after a failed import; they are kept for the audit.\n",
     ]
     + ADDRESSED_LOOK_ALIKES,
     ids=[
@@ -530,6 +531,7 @@ ADDRESSED_LOOK_ALIKES = [
         "code-dont-flag-the-view",
         "lint-config-ignore-rules",
         "api-docs-model-must-accept",
+        "code-never-delete-records-after",
     ]
     + [f"addressed-look-alike-{i}" for i in range(len(ADDRESSED_LOOK_ALIKES))],
 )
@@ -855,6 +857,26 @@ def test_both_engines_report_the_whole_match(rule, expected):
         assert (evidence["pi.t"].span.start, evidence["pi.t"].span.end) == expected, engine
 
 
+@pytest.mark.parametrize("engine", ["hyperscan", "re"])
+def test_not_after_vetoes_on_the_text_before_the_match(engine):
+    """``not_after`` reads the text just before a match (the match itself stays the evidence): a
+    vetoed match gives way to the next one, and a word further back than the veto reaches, or
+    inside the match, vetoes nothing."""
+    rule = Rule(
+        id="pi.t", description="d", weight=1, pattern=r"call [a-z]+_[a-z]+ on", not_after=r"\bcannot "
+    )
+    compiled = compile_ruleset(Ruleset(id="t", version="1", rules=(rule,)), engine)
+
+    def found(text: bytes) -> tuple[int, int] | None:
+        hit = scan_rules(text, [compiled]).evidence.get("pi.t")
+        return None if hit is None else (hit.span.start, hit.span.end)
+
+    assert found(b"Cannot call send_mail on a closed box.") is None
+    assert found(b"Cannot call send_mail on it; now call send_mail on bob.") == (33, 50)
+    assert found(b"cannot: " + b"x" * 70 + b" call send_mail on bob") == (79, 96)
+    assert found(b"Please call send_mail on bob (we cannot wait).") == (7, 24)
+
+
 def test_shipped_ruleset_is_valid():
     """The shipped YAML loads, every rule has a description, weights are positive."""
     ruleset = load_ruleset("prompt-injection").ruleset
@@ -872,6 +894,8 @@ def test_shipped_ruleset_is_valid():
         ({"pattern": r"summary[\n]user:"}, "set lines: true"),
         ({"pattern": r"summary[\r\n]+user:"}, "set lines: true"),
         ({"pattern": r"summary\r?user:"}, "set lines: true"),
+        ({"pattern": "a", "unless": "(b"}, "unless regex is invalid"),
+        ({"pattern": "a", "not_after": "b)"}, "not_after regex is invalid"),
     ],
 )
 def test_bad_rules_are_refused(rule, message):

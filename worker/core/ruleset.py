@@ -9,8 +9,8 @@ importable, else one combined Python regex (same answers, slower).
 Hyperscan says which rules match and where each first match ends; the rule's
 Python regex then reads the match from :data:`MAX_MATCH` bytes before that end,
 so both engines report the same spans. Rules with a post-filter (``min_entropy``,
-``unquoted``, ``unless``) try their first matches in order until one passes, the
-others take their first.
+``unquoted``, ``unless``, ``not_after``) try their first matches in order until one
+passes, the others take their first.
 """
 
 from __future__ import annotations
@@ -70,12 +70,18 @@ class Rule(BaseModel):
     min_entropy: float | None = Field(default=None, gt=0, le=8)
     unquoted: bool = False
     unless: str | None = None
+    not_after: str | None = None
     lines: bool = False
 
     @property
     def filtered(self) -> bool:
         """Whether a match must pass a post-filter (so every candidate is examined)."""
-        return self.min_entropy is not None or self.unquoted or self.unless is not None
+        return (
+            self.min_entropy is not None
+            or self.unquoted
+            or self.unless is not None
+            or self.not_after is not None
+        )
 
     @model_validator(mode="after")
     def _one_kind(self) -> Rule:
@@ -88,6 +94,12 @@ class Rule(BaseModel):
                 f"rule {self.id}: its pattern needs a line break, which flat text never has"
                 " (newlines read as spaces); set lines: true"
             )
+        for name, veto in (("unless", self.unless), ("not_after", self.not_after)):
+            if veto is not None:
+                try:
+                    re.compile(veto)
+                except re.error as exc:
+                    raise ValueError(f"rule {self.id}: its {name} regex is invalid: {exc}") from exc
         return self
 
 
@@ -302,6 +314,14 @@ def _veto(pattern: str) -> re.Pattern[bytes]:
     return re.compile(pattern.encode(), re.IGNORECASE)
 
 
+NOT_AFTER_BYTES = 64  # how far before a match ``not_after`` looks
+
+
+@lru_cache(maxsize=256)
+def _veto_before(pattern: str) -> re.Pattern[bytes]:
+    return re.compile(b"(?:%s)\\Z" % pattern.encode(), re.IGNORECASE)
+
+
 _SENTENCE_END = re.compile(rb"[.!?][\"')]*[ \n]")  # a closing quote may follow the stop
 
 
@@ -316,8 +336,13 @@ def _inside_quotes(data: bytes, start: int) -> bool:
 
 
 def _passes(rule: Rule, data: bytes, start: int, end: int) -> bool:
-    """Post-filters: ``unless`` (veto regex), ``unquoted`` (not inside quotes), ``min_entropy``."""
+    """Post-filters: ``unless`` (veto regex on the match), ``not_after`` (veto regex on the text
+    just before it), ``unquoted`` (not inside quotes), ``min_entropy``."""
     if rule.unless is not None and _veto(rule.unless).search(data[start:end]):  # ^ = start of the match
+        return False
+    if rule.not_after is not None and _veto_before(rule.not_after).search(
+        data[max(0, start - NOT_AFTER_BYTES) : start]
+    ):
         return False
     if rule.unquoted and _inside_quotes(data, start):
         return False
