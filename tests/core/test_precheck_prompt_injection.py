@@ -877,6 +877,22 @@ def test_not_after_vetoes_on_the_text_before_the_match(engine):
     assert found(b"Please call send_mail on bob (we cannot wait).") == (7, 24)
 
 
+@pytest.mark.parametrize("engine", ["hyperscan", "re"])
+def test_not_before_vetoes_on_the_text_after_the_match(engine):
+    """``not_before`` reads the text right after a match: it vetoes only where that text starts with
+    it, and the next match still counts."""
+    rule = Rule(id="pi.t", description="d", weight=1, pattern=r"you are now", not_before=r" (?:ready|done)\b")
+    compiled = compile_ruleset(Ruleset(id="t", version="1", rules=(rule,)), engine)
+
+    def found(text: bytes) -> tuple[int, int] | None:
+        hit = scan_rules(text, [compiled]).evidence.get("pi.t")
+        return None if hit is None else (hit.span.start, hit.span.end)
+
+    assert found(b"Whether or not, you are now ready to move on.") is None
+    assert found(b"You are now done. You are now FreeBot.") == (18, 29)
+    assert found(b"You are now readying the release (not ready).") == (0, 11)
+
+
 def test_shipped_ruleset_is_valid():
     """The shipped YAML loads, every rule has a description, weights are positive."""
     ruleset = load_ruleset("prompt-injection").ruleset
@@ -896,6 +912,7 @@ def test_shipped_ruleset_is_valid():
         ({"pattern": r"summary\r?user:"}, "set lines: true"),
         ({"pattern": "a", "unless": "(b"}, "unless regex is invalid"),
         ({"pattern": "a", "not_after": "b)"}, "not_after regex is invalid"),
+        ({"pattern": "a", "not_before": "[b"}, "not_before regex is invalid"),
     ],
 )
 def test_bad_rules_are_refused(rule, message):

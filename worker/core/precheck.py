@@ -23,7 +23,8 @@ matching paths; ``min_entropy`` requires the matched bytes to look random;
 quoting ``"ignore previous instructions"`` mentions an attack, it does not
 perform one); ``unless`` is a regex that vetoes a match it finds inside it, ``not_after``
 one that vetoes a match when the text just before it (up to 64 bytes) ends with it
-(``cannot call the x_y tool on`` is an error message, not an order).
+(``cannot call the x_y tool on`` is an error message, not an order), ``not_before`` one
+that vetoes it when the text right after it starts with it (``you are now ready``).
 
 The verdict is ``harmful`` iff the summed weight of the DISTINCT rules that hit
 reaches ``policy.precheck.block_score``; with ``precheck.locality_bytes``, only the

@@ -9,8 +9,8 @@ importable, else one combined Python regex (same answers, slower).
 Hyperscan says which rules match and where each first match ends; the rule's
 Python regex then reads the match from :data:`MAX_MATCH` bytes before that end,
 so both engines report the same spans. Rules with a post-filter (``min_entropy``,
-``unquoted``, ``unless``, ``not_after``) try their first matches in order until one
-passes, the others take their first.
+``unquoted``, ``unless``, ``not_after``, ``not_before``) try their first matches in order
+until one passes, the others take their first.
 """
 
 from __future__ import annotations
@@ -71,17 +71,14 @@ class Rule(BaseModel):
     unquoted: bool = False
     unless: str | None = None
     not_after: str | None = None
+    not_before: str | None = None
     lines: bool = False
 
     @property
     def filtered(self) -> bool:
         """Whether a match must pass a post-filter (so every candidate is examined)."""
-        return (
-            self.min_entropy is not None
-            or self.unquoted
-            or self.unless is not None
-            or self.not_after is not None
-        )
+        vetoes = (self.unless, self.not_after, self.not_before)
+        return self.min_entropy is not None or self.unquoted or any(v is not None for v in vetoes)
 
     @model_validator(mode="after")
     def _one_kind(self) -> Rule:
@@ -94,7 +91,11 @@ class Rule(BaseModel):
                 f"rule {self.id}: its pattern needs a line break, which flat text never has"
                 " (newlines read as spaces); set lines: true"
             )
-        for name, veto in (("unless", self.unless), ("not_after", self.not_after)):
+        for name, veto in (
+            ("unless", self.unless),
+            ("not_after", self.not_after),
+            ("not_before", self.not_before),
+        ):
             if veto is not None:
                 try:
                     re.compile(veto)
@@ -314,7 +315,7 @@ def _veto(pattern: str) -> re.Pattern[bytes]:
     return re.compile(pattern.encode(), re.IGNORECASE)
 
 
-NOT_AFTER_BYTES = 64  # how far before a match ``not_after`` looks
+CONTEXT_BYTES = 64  # how far before a match ``not_after`` looks, and after it ``not_before``
 
 
 @lru_cache(maxsize=256)
@@ -336,13 +337,15 @@ def _inside_quotes(data: bytes, start: int) -> bool:
 
 
 def _passes(rule: Rule, data: bytes, start: int, end: int) -> bool:
-    """Post-filters: ``unless`` (veto regex on the match), ``not_after`` (veto regex on the text
-    just before it), ``unquoted`` (not inside quotes), ``min_entropy``."""
+    """Post-filters: ``unless`` (veto regex on the match), ``not_after`` / ``not_before`` (veto
+    regexes on the text just before / after it), ``unquoted`` (not inside quotes), ``min_entropy``."""
     if rule.unless is not None and _veto(rule.unless).search(data[start:end]):  # ^ = start of the match
         return False
     if rule.not_after is not None and _veto_before(rule.not_after).search(
-        data[max(0, start - NOT_AFTER_BYTES) : start]
+        data[max(0, start - CONTEXT_BYTES) : start]
     ):
+        return False
+    if rule.not_before is not None and _veto(rule.not_before).match(data, end, end + CONTEXT_BYTES):
         return False
     if rule.unquoted and _inside_quotes(data, start):
         return False
