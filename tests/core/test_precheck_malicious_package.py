@@ -541,6 +541,28 @@ def test_a_statement_about_not_reporting_is_not_an_order_to_the_reviewer(body, o
     assert ("mp.argues.suppress-or-force" in found) is order
 
 
+@pytest.mark.parametrize(
+    ("body", "persists"),
+    [
+        ("os.system(\"(crontab -l; echo '*/5 * * * * python3 ~/.x.py') | crontab -\")", True),
+        ('subprocess.run(["crontab", tab_path])', True),
+        ("os.system('crontab .tab; rm .tab')", True),
+        ('open("/etc/crontab", "a").write(line)', True),
+        ('CRON_INVALID_DATE = "Invalid crontab: day_of_month {day!r} never occurs"', False),
+        (
+            'app.conf.beat_schedule = {"nightly": {"task": "t.run", "schedule": crontab(hour=3, minute=0)}}',
+            False,
+        ),
+        ("from celery.schedules import crontab", False),
+    ],
+)
+def test_crontab_counts_as_a_command_or_a_path_not_as_a_word(body, persists):
+    """Writing a crontab is persistence; a scheduler's ``crontab()`` or an error message naming
+    crontab syntax is not (celery's own release tripped the rules vote on the word)."""
+    found = {e.rule_id for e in run_precheck(new_file("pkg/tasks.py", body), POLICY).evidence}
+    assert ("mp.persistence" in found) is persists
+
+
 def test_pth_file_running_decoded_code_is_evidence():
     """A .pth import line that decodes or fetches what it runs is the strong .pth rule."""
     result = run_precheck(new_file("x.pth", "import base64; exec(base64.b64decode(P))"), POLICY)
