@@ -563,6 +563,18 @@ def test_crontab_counts_as_a_command_or_a_path_not_as_a_word(body, persists):
     assert ("mp.persistence" in found) is persists
 
 
+@pytest.mark.parametrize(
+    ("path", "persists"),
+    [("setup.py", True), ("install.sh", True), ("README.rst", False), ("docs/shell.md", False)],
+)
+def test_appending_to_a_shell_rc_file_is_persistence_in_code_not_in_docs(path, persists):
+    """``echo ... >> ~/.bashrc`` run by a setup script persists; the same line shown in a README is an
+    instruction to the person installing (nodeenv's shell-completion docs tripped the rules vote)."""
+    body = "    echo 'source ~/.local/share/bash_completion/tool' >> ~/.bashrc"
+    found = {e.rule_id for e in run_precheck(new_file(path, body), POLICY).evidence}
+    assert ("mp.persistence" in found) is persists
+
+
 def test_pth_file_running_decoded_code_is_evidence():
     """A .pth import line that decodes or fetches what it runs is the strong .pth rule."""
     result = run_precheck(new_file("x.pth", "import base64; exec(base64.b64decode(P))"), POLICY)
