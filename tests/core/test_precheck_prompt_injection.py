@@ -863,40 +863,36 @@ def test_both_engines_report_the_whole_match(rule, expected):
         assert (evidence["pi.t"].span.start, evidence["pi.t"].span.end) == expected, engine
 
 
+def _one_rule_span(engine: str, text: bytes, **rule: object) -> tuple[int, int] | None:
+    """The span of rule ``pi.t`` (built from ``rule``) in ``text`` on ``engine``, or None."""
+    spec = Ruleset(id="t", version="1", rules=(Rule(id="pi.t", description="d", weight=1, **rule),))
+    hit = scan_rules(text, [compile_ruleset(spec, engine)]).evidence.get("pi.t")
+    return None if hit is None else (hit.span.start, hit.span.end)
+
+
 @pytest.mark.parametrize("engine", ["hyperscan", "re"])
 def test_not_after_vetoes_on_the_text_before_the_match(engine):
     """``not_after`` reads the text just before a match (the match itself stays the evidence): a
     vetoed match gives way to the next one, and a word further back than the veto reaches, or
     inside the match, vetoes nothing."""
-    rule = Rule(
-        id="pi.t", description="d", weight=1, pattern=r"call [a-z]+_[a-z]+ on", not_after=r"\bcannot "
+    rule = {"pattern": r"call [a-z]+_[a-z]+ on", "not_after": r"\bcannot "}
+    assert _one_rule_span(engine, b"Cannot call send_mail on a closed box.", **rule) is None
+    assert _one_rule_span(engine, b"Cannot call send_mail on it; now call send_mail on bob.", **rule) == (
+        33,
+        50,
     )
-    compiled = compile_ruleset(Ruleset(id="t", version="1", rules=(rule,)), engine)
-
-    def found(text: bytes) -> tuple[int, int] | None:
-        hit = scan_rules(text, [compiled]).evidence.get("pi.t")
-        return None if hit is None else (hit.span.start, hit.span.end)
-
-    assert found(b"Cannot call send_mail on a closed box.") is None
-    assert found(b"Cannot call send_mail on it; now call send_mail on bob.") == (33, 50)
-    assert found(b"cannot: " + b"x" * 70 + b" call send_mail on bob") == (79, 96)
-    assert found(b"Please call send_mail on bob (we cannot wait).") == (7, 24)
+    assert _one_rule_span(engine, b"cannot: " + b"x" * 70 + b" call send_mail on bob", **rule) == (79, 96)
+    assert _one_rule_span(engine, b"Please call send_mail on bob (we cannot wait).", **rule) == (7, 24)
 
 
 @pytest.mark.parametrize("engine", ["hyperscan", "re"])
 def test_not_before_vetoes_on_the_text_after_the_match(engine):
     """``not_before`` reads the text right after a match: it vetoes only where that text starts with
     it, and the next match still counts."""
-    rule = Rule(id="pi.t", description="d", weight=1, pattern=r"you are now", not_before=r" (?:ready|done)\b")
-    compiled = compile_ruleset(Ruleset(id="t", version="1", rules=(rule,)), engine)
-
-    def found(text: bytes) -> tuple[int, int] | None:
-        hit = scan_rules(text, [compiled]).evidence.get("pi.t")
-        return None if hit is None else (hit.span.start, hit.span.end)
-
-    assert found(b"Whether or not, you are now ready to move on.") is None
-    assert found(b"You are now done. You are now FreeBot.") == (18, 29)
-    assert found(b"You are now readying the release (not ready).") == (0, 11)
+    rule = {"pattern": r"you are now", "not_before": r" (?:ready|done)\b"}
+    assert _one_rule_span(engine, b"Whether or not, you are now ready to move on.", **rule) is None
+    assert _one_rule_span(engine, b"You are now done. You are now FreeBot.", **rule) == (18, 29)
+    assert _one_rule_span(engine, b"You are now readying the release (not ready).", **rule) == (0, 11)
 
 
 def test_shipped_ruleset_is_valid():
