@@ -319,7 +319,8 @@ CONTEXT_BYTES = 64  # how far before a match ``not_after`` looks, and after it `
 
 
 @lru_cache(maxsize=256)
-def _veto_before(pattern: str) -> re.Pattern[bytes]:
+def _veto_at_end(pattern: str) -> re.Pattern[bytes]:
+    """``pattern`` anchored at the end of the text it searches (the text before a match)."""
     return re.compile(b"(?:%s)\\Z" % pattern.encode(), re.IGNORECASE)
 
 
@@ -341,7 +342,7 @@ def _passes(rule: Rule, data: bytes, start: int, end: int) -> bool:
     regexes on the text just before / after it), ``unquoted`` (not inside quotes), ``min_entropy``."""
     if rule.unless is not None and _veto(rule.unless).search(data[start:end]):  # ^ = start of the match
         return False
-    if rule.not_after is not None and _veto_before(rule.not_after).search(
+    if rule.not_after is not None and _veto_at_end(rule.not_after).search(
         data[max(0, start - CONTEXT_BYTES) : start]
     ):
         return False
