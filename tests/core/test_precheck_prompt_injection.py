@@ -845,6 +845,13 @@ def test_the_python_fallback_agrees_with_hyperscan(text):
     assert fast.evidence == slow.evidence
 
 
+def _one_rule_span(engine: str, text: bytes, **rule: object) -> tuple[int, int] | None:
+    """The span of rule ``pi.t`` (built from ``rule``) in ``text`` on ``engine``, or None."""
+    spec = Ruleset(id="t", version="1", rules=(Rule(id="pi.t", description="d", weight=1, **rule),))
+    hit = scan_rules(text, [compile_ruleset(spec, engine)]).evidence.get("pi.t")
+    return None if hit is None else (hit.span.start, hit.span.end)
+
+
 @pytest.mark.parametrize(
     ("rule", "expected"),
     [
@@ -856,18 +863,9 @@ def test_the_python_fallback_agrees_with_hyperscan(text):
 def test_both_engines_report_the_whole_match(rule, expected):
     """Hyperscan stops at a match's first possible end; the evidence is the match Python's re reads
     (greedy, leftmost), on either engine, so spans and post-filters do not depend on the engine."""
-    spec = Ruleset(id="t", version="1", rules=(Rule(id="pi.t", description="d", weight=1, **rule),))
     text = b"notice: a important message!!! and message!!"
     for engine in ("hyperscan", "re"):
-        evidence = scan_rules(text, [compile_ruleset(spec, engine)]).evidence
-        assert (evidence["pi.t"].span.start, evidence["pi.t"].span.end) == expected, engine
-
-
-def _one_rule_span(engine: str, text: bytes, **rule: object) -> tuple[int, int] | None:
-    """The span of rule ``pi.t`` (built from ``rule``) in ``text`` on ``engine``, or None."""
-    spec = Ruleset(id="t", version="1", rules=(Rule(id="pi.t", description="d", weight=1, **rule),))
-    hit = scan_rules(text, [compile_ruleset(spec, engine)]).evidence.get("pi.t")
-    return None if hit is None else (hit.span.start, hit.span.end)
+        assert _one_rule_span(engine, text, **rule) == expected, engine
 
 
 @pytest.mark.parametrize("engine", ["hyperscan", "re"])
