@@ -27,7 +27,7 @@ POLICY_DIR = Path(__file__).resolve().parent
 RULES_DIR = POLICY_DIR / "rules"
 
 # The files a local model detector of each kind reads, relative to its ``models_dir`` option
-# (default: the package data of ``worker.models``); ``{policy}`` is the policy's id. They are
+# (default: the package data of ``worker.weights``); ``{policy}`` is the policy's id. They are
 # part of the fingerprint: a retrained model is a new policy version, as an edited rule file is.
 MODEL_FILES: dict[str, tuple[str, ...]] = {
     "lexical": ("{policy}/lexical.npz",),
@@ -166,9 +166,9 @@ def named_models(policy: HarmPolicy) -> tuple[tuple[str, str], ...]:
 
 @lru_cache(maxsize=1)
 def default_models_dir() -> str:
-    """Where the shipped model artifacts live (package data of ``worker.models``; looked up once,
+    """Where the shipped model artifacts live (package data of ``worker.weights``; looked up once,
     as ``load_policy`` runs several times per gate)."""
-    return str(resources.files("worker.models"))
+    return str(resources.files("worker.weights"))
 
 
 def model_sha256(path: str) -> str:

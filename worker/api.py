@@ -24,7 +24,7 @@ def _library_logging() -> None:
 
 def scan(content: str | bytes, policy: str = "prompt-injection") -> Report:
     """Gate ``content`` under ``policy`` with the embedded default and return its report."""
-    from worker.embedded import default_gate
+    from worker.tasks.embedded import default_gate
 
     _library_logging()
     submitted = default_gate().submit(_as_bytes(content), [policy], source="api")

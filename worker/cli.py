@@ -90,7 +90,7 @@ def scan(
     from rich.progress import Progress
 
     from producers.files import read_inputs
-    from worker.embedded import EmbeddedGate
+    from worker.tasks.embedded import EmbeddedGate
 
     policies = _policies(policy)
     names = _inputs(paths)
@@ -126,7 +126,7 @@ def _print_table(rows: list[tuple[str, Any]]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from worker.evaluation_tables import stdout_console
+    from worker.evaluation.tables import stdout_console
 
     colours = {"allow": "green", "quarantine": "red", "review": "yellow"}
     table = Table(title="Canary Gate decisions")
@@ -157,10 +157,10 @@ def submit(
     Artifacts given together are enqueued together, ``CANARY_BATCH_SIZE`` gates per message.
     """
     from producers.files import read_inputs
-    from producers.intake import submit_many
-    from worker.app import create_app
     from worker.core.errors import ConfigError
-    from worker.runtime import build_runtime
+    from worker.pipeline.intake import submit_many
+    from worker.pipeline.runtime import build_runtime
+    from worker.tasks.app import create_app
 
     policies = _policies(policy)
     names = _inputs(paths)
@@ -195,7 +195,7 @@ def status(
     json_out: JsonOpt = False,
 ) -> None:
     """Show the state of gates (pending, running, allow, quarantine, review)."""
-    from worker.db import GateRepo, make_engine
+    from worker.adapters.db import GateRepo, make_engine
 
     repo = GateRepo(make_engine(_settings().sqlalchemy_url))
     found = repo.get_many(gate_ids)
@@ -220,9 +220,9 @@ def status(
 def _celery(argv: list[str]) -> None:
     import logging
 
-    from worker.app import create_app
     from worker.core.errors import ConfigError
     from worker.logs import configure_logging
+    from worker.tasks.app import create_app
 
     settings = _settings()
     configure_logging(logging.INFO, stdlib=True)
@@ -283,14 +283,14 @@ def flower_argv(args: list[str], env: Mapping[str, str]) -> list[str]:
 @app.command()
 def sweep(json_out: JsonOpt = False) -> None:
     """Run the stuck-gate sweeper once."""
-    from worker.app import create_app
-    from worker.runtime import build_runtime
-    from worker.sweeper import sweep as run_sweep
+    from worker.pipeline.runtime import build_runtime
+    from worker.pipeline.sweeper import sweep as run_sweep
+    from worker.tasks.app import create_app
 
     settings = _settings()
     rt = build_runtime(settings, role="sweeper")
     if settings.embedded:
-        from worker.embedded import EmbeddedGate
+        from worker.tasks.embedded import EmbeddedGate
 
         gate = EmbeddedGate(settings)
         counts = run_sweep(gate.rt, gate.run)
@@ -318,8 +318,8 @@ def review_list(
     json_out: JsonOpt = False,
 ) -> None:
     """Gates waiting for a person: in review (default) or quarantined and not yet reviewed."""
-    from worker.review import ReviewQueue, waiting
-    from worker.runtime import build_runtime
+    from worker.pipeline.review import ReviewQueue, waiting
+    from worker.pipeline.runtime import build_runtime
 
     queue: ReviewQueue = "quarantine" if quarantined else "review"
     for gate in waiting(build_runtime(_settings(), role="reviewer"), limit, queue):
@@ -347,9 +347,9 @@ def review_show(
     bidi, zero-width, tags) are written out as \\uXXXX: nothing in the artifact can drive the terminal."""
     from rich.text import Text
 
-    from worker.evaluation_tables import stdout_console
-    from worker.review import ReviewError, artifact, visible
-    from worker.runtime import build_runtime
+    from worker.evaluation.tables import stdout_console
+    from worker.pipeline.review import ReviewError, artifact, visible
+    from worker.pipeline.runtime import build_runtime
 
     try:
         gate, data = artifact(build_runtime(_settings(), role="reviewer"), gate_id)
@@ -386,7 +386,7 @@ def _highlighted(data: bytes, lo: int, hi: int, spans: list[tuple[int, int]]) ->
     """``data[lo:hi]`` as safe text with ``spans`` highlighted."""
     from rich.text import Text
 
-    from worker.review import visible
+    from worker.pipeline.review import visible
 
     text, position = Text(), lo
     for start, end in sorted((max(a, lo), min(b, hi)) for a, b in spans if b > lo and a < hi):
@@ -411,8 +411,8 @@ def review_decide(
     A gate in review goes to allow or quarantine. A quarantined gate is confirmed
     (quarantine) or released as a false positive (allow, which needs --note).
     """
-    from worker.review import ReviewError, resolve
-    from worker.runtime import build_runtime
+    from worker.pipeline.review import ReviewError, resolve
+    from worker.pipeline.runtime import build_runtime
 
     if decision not in ("allow", "quarantine"):
         raise _usage("--decision must be allow or quarantine")
@@ -430,10 +430,10 @@ def main() -> None:
         sys.exit(130)
 
 
-from worker.evaluation import eval_command  # noqa: E402
+from worker.evaluation.command import eval_command  # noqa: E402
 
 app.command("eval")(eval_command)
 
-from worker.metrics import metrics_command  # noqa: E402
+from worker.adapters.metrics import metrics_command  # noqa: E402
 
 app.command("metrics")(metrics_command)

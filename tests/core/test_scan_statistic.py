@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from worker.core.detector import verdict_output
-from worker.detectors._scan_statistic import MAX_SLOPE, MIN_SLOPE, WindowNull
-from worker.detectors._windows import artifact_score, expit, scored_answer
+from worker.detectors.local.scan_statistic import MAX_SLOPE, MIN_SLOPE, WindowNull
+from worker.detectors.local.windows import artifact_score, expit, scored_answer
 
 HARMFUL, HARMLESS = verdict_output("harmful"), verdict_output("harmless")
 
@@ -170,7 +170,7 @@ def test_a_large_artifact_is_scored_in_bounded_batches(
     """No model call sees more than BATCH_BYTES of window text (a vote's memory stays flat, where a
     20 MB diff once took 2.8 GB), every window is still scored once, and the score is the one all
     windows scored at once would give: the best logit among all of them, read against their count."""
-    from worker.detectors import _windows
+    from worker.detectors.local import windows as _windows
 
     monkeypatch.setattr(_windows, "BATCH_BYTES", 64 * 10)  # 10 windows of 64 bytes per call
     data = b"y" * 30_000 + b"HOT" + b"y" * 30_000

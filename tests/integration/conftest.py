@@ -53,7 +53,7 @@ def service_env(moto_endpoint: str, tmp_path: Path) -> Iterator[dict[str, str]]:
     import redis
     from sqlalchemy import text
 
-    from worker.db import make_engine
+    from worker.adapters.db import make_engine
 
     base = broker.rsplit("/", 1)[0]
     broker_url, backend_url = f"{base}/13", f"{base}/14"

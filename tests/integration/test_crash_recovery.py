@@ -34,7 +34,7 @@ def test_kill_minus_nine_mid_run_loses_nothing(service_env, start_worker, tmp_pa
     ids = [json.loads(line)["gate_id"] for line in out.stdout.splitlines()]
     assert len(ids) == 200
 
-    from worker.db import GateRepo, make_engine
+    from worker.adapters.db import GateRepo, make_engine
     from worker.settings import Settings
 
     repo = GateRepo(make_engine(Settings().sqlalchemy_url))

@@ -33,7 +33,7 @@ def canary(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def wait_terminal(gate_ids: list[str], timeout: float = 60.0, sweep_env: dict[str, str] | None = None):
-    from worker.db import GateRepo, make_engine
+    from worker.adapters.db import GateRepo, make_engine
     from worker.settings import Settings
 
     repo = GateRepo(make_engine(Settings().sqlalchemy_url))
@@ -127,8 +127,8 @@ def test_same_bytes_same_policy_returns_existing_gate(service_env):
 
 def test_sweeper_reenqueues_a_gate_whose_message_was_lost(service_env, start_worker):
     """A pending gate whose broker message vanished is re-enqueued by the sweeper and decided."""
-    from producers.intake import submit_artifact
-    from worker.runtime import build_runtime
+    from worker.pipeline.intake import submit_artifact
+    from worker.pipeline.runtime import build_runtime
     from worker.settings import Settings
 
     rt = build_runtime(Settings(), role="test")
@@ -143,8 +143,8 @@ def test_sweeper_reenqueues_a_gate_whose_message_was_lost(service_env, start_wor
 
 def test_gate_past_its_deadline_goes_to_review(service_env):
     """With no worker at all, the sweeper moves an overdue gate to review, never to allowed."""
-    from producers.intake import submit_artifact
-    from worker.runtime import build_runtime
+    from worker.pipeline.intake import submit_artifact
+    from worker.pipeline.runtime import build_runtime
     from worker.settings import Settings
 
     rt = build_runtime(Settings(gate_deadline_s=0.01), role="test")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.embedded import EmbeddedGate
 from worker.settings import Settings
+from worker.tasks.embedded import EmbeddedGate
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "policies"
 

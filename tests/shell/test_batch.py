@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from producers.intake import submit_many
 from worker import detectors
 from worker.core.models import ErrorKind, Report, Vote
-from worker.gate import detect_chunks, detect_many, votes_by_gate
+from worker.pipeline.intake import submit_many
+from worker.pipeline.steps import detect_chunks, detect_many, votes_by_gate
 
 PICKY = (
     "id: picky\nversion: '1'\nharm_definition: d\ninput_description: i\n"
@@ -71,7 +71,7 @@ def test_mixed_policies_in_one_message_are_decided_each_under_its_own(gate, fixt
 
 def test_corrupt_bytes_send_that_gate_to_review_and_spare_the_batch(gate, fixture_policy):
     """A gate whose stored bytes no longer match their sha256 goes to review; its batch mates are decided."""
-    from producers.intake import store_and_register
+    from worker.pipeline.intake import store_and_register
 
     policy = fixture_policy("trivial")
 
@@ -86,7 +86,7 @@ def test_corrupt_bytes_send_that_gate_to_review_and_spare_the_batch(gate, fixtur
 
 def test_unreadable_bytes_leave_that_gate_open_for_the_sweeper(gate, fixture_policy):
     """A gate whose bytes cannot be read stays visibly running (never allowed); the rest of its batch is decided."""
-    from producers.intake import store_and_register
+    from worker.pipeline.intake import store_and_register
 
     policy = fixture_policy("trivial")
     subs = [
@@ -122,7 +122,7 @@ def test_off_shape_chord_results_count_as_missing_votes(gate, fixture_policy):
 
 def test_after_the_soft_time_limit_the_rest_of_the_batch_times_out(gate, fixture_policy, monkeypatch):
     """Once the soft limit fires on one gate, later gates of the batch get timeout votes without running."""
-    import worker.gate as gate_mod
+    import worker.pipeline.steps as gate_mod
     from worker.core.detector import error_vote
 
     calls: list[str] = []
@@ -143,7 +143,7 @@ def test_after_the_soft_time_limit_the_rest_of_the_batch_times_out(gate, fixture
 
 def test_batch_is_split_so_each_detector_fits_its_worst_case_in_the_soft_limit(gate, tmp_path, monkeypatch):
     """Seven gates whose detectors may take 20 s each, under a 60 s soft limit, go out as chords of 3, 3 and 1."""
-    import worker.tasks as tasks
+    import worker.tasks.gate as tasks
 
     policy = tmp_path / "slowish.yaml"
     policy.write_text(

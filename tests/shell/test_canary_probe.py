@@ -17,8 +17,8 @@ from policies.loader import load_policy
 from worker.core.detector import Artifact, cast_vote, error_vote
 from worker.core.errors import DetectorError
 from worker.core.models import ErrorKind, Vote
-from worker.detectors import canary_probe
-from worker.detectors.canary_probe import Bait, CanaryProbeDetector, compromise_signals, new_bait
+from worker.detectors.llm import probe as canary_probe
+from worker.detectors.llm.probe import Bait, CanaryProbeDetector, compromise_signals, new_bait
 
 POLICY = load_policy("prompt-injection")
 KEY_ENV = "CANARY_TEST_PROBE_KEY"

@@ -6,9 +6,9 @@ import gc
 import json
 
 from worker.core.models import PrecheckResult, Report
-from worker.embedded import EmbeddedGate
-from worker.gate import decide_step, parse_votes
+from worker.pipeline.steps import decide_step, parse_votes
 from worker.settings import Settings
+from worker.tasks.embedded import EmbeddedGate
 
 
 def test_trivial_detectors_allow_and_publish(gate, fixture_policy):
@@ -104,7 +104,7 @@ def test_a_policy_edited_while_gates_wait(gate, tmp_path):
     """A gate submitted before its policy file was edited goes to review (it was submitted
     under other rules); the next submission runs under the edited file in the same process,
     with no restart."""
-    from producers.intake import store_and_register
+    from worker.pipeline.intake import store_and_register
 
     policy = tmp_path / "edited.yaml"
     harmless, harmful = '{"verdict": "harmless"}', '{"verdict": "harmful"}'

@@ -25,8 +25,8 @@ from worker.core.detector import Artifact, cast_vote, error_vote
 from worker.core.errors import ConfigError, DetectorCompromised, DetectorError, DetectorTimeout
 from worker.core.models import ErrorKind, Vote
 from worker.core.segment import segment_spans
-from worker.detectors import llm
-from worker.detectors.llm_http import BackendError
+from worker.detectors.llm import chat as llm
+from worker.detectors.llm.http import BackendError
 
 APIS = ("openai", "anthropic", "ollama")
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages", "ollama": "/api/chat"}

@@ -11,9 +11,9 @@ from prometheus_client import generate_latest
 from sqlalchemy import create_engine
 from typer.testing import CliRunner
 
+from worker.adapters.db import Gate, utcnow
+from worker.adapters.metrics import connect_worker_exporter, gate_registry
 from worker.cli import app
-from worker.db import Gate, utcnow
-from worker.metrics import connect_worker_exporter, gate_registry
 from worker.settings import Settings
 
 
@@ -59,7 +59,7 @@ def test_counts_per_status_and_decision(gate, fixture_policy):
 
 def test_gates_awaiting_a_person(gate, fixture_policy):
     """Review and not-yet-reviewed quarantine are counted; a reviewer's decision takes a gate off."""
-    from worker.review import resolve
+    from worker.pipeline.review import resolve
 
     kept = gate.submit(b"bad", [fixture_policy("harmful")]).gates[0]
     gate.submit(b"worse", [fixture_policy("harmful")])

@@ -16,11 +16,11 @@ from policies.loader import ABSENT, MODEL_FILES, load_policy, named_models
 from worker.core.detector import Artifact
 from worker.core.errors import DetectorError
 from worker.core.models import ErrorKind
-from worker.detectors import lexical, semantic
-from worker.detectors._embedding import EMBEDDING_DIR, EMBEDDINGS, TOKENIZER
-from worker.detectors._windows import models_dir
-from worker.detectors.lexical import LexicalDetector
-from worker.detectors.semantic import SemanticDetector
+from worker.detectors.local import lexical, semantic
+from worker.detectors.local.embedding import EMBEDDING_DIR, EMBEDDINGS, TOKENIZER
+from worker.detectors.local.lexical import LexicalDetector
+from worker.detectors.local.semantic import SemanticDetector
+from worker.detectors.local.windows import models_dir
 
 POLICY = """id: prompt-injection
 version: "1"
@@ -159,10 +159,10 @@ def test_a_model_retrained_while_gates_wait(tmp_path: Path) -> None:
     """In the embedded pipeline: a gate submitted before its model was retrained goes to review
     (another model would judge it), and the same bytes submitted again are a new gate under the
     new fingerprint, not the old verdict returned from the dedup."""
-    from producers.intake import store_and_register
     from worker.core.models import Report
-    from worker.embedded import EmbeddedGate
+    from worker.pipeline.intake import store_and_register
     from worker.settings import Settings
+    from worker.tasks.embedded import EmbeddedGate
 
     models = copy_models(tmp_path / "models")
     policy = str(write_policy(tmp_path, models))
@@ -187,7 +187,7 @@ def test_a_model_rewritten_between_its_hash_and_its_read_is_not_used(
     """The detector parses exactly the bytes whose sha256 it checked: if the file was rewritten
     after the (stat-cached) digest was taken, the bytes read do not hash to it and the vote is
     ``unavailable`` rather than a vote by an unknown model."""
-    from worker.detectors import _windows
+    from worker.detectors.local import windows as _windows
 
     models = copy_models(tmp_path / "models")
     policy = load_policy(str(write_policy(tmp_path, models)))

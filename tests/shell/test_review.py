@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from worker.embedded import EmbeddedGate
-from worker.review import ReviewError, resolve, waiting
+from worker.pipeline.review import ReviewError, resolve, waiting
+from worker.tasks.embedded import EmbeddedGate
 
 
 def test_reviewer_allow_publishes_and_audits(gate, fixture_policy):
@@ -97,7 +97,7 @@ def test_human_allow_under_one_policy_waits_for_the_others(gate, fixture_policy)
 
 def test_visible_writes_out_what_a_terminal_would_act_on():
     """Escape sequences, bidi overrides, zero-width and tag characters are shown, never emitted."""
-    from worker.review import visible
+    from worker.pipeline.review import visible
 
     shown = visible("a\x1b[2Jb\u202ec\u200bd\U000e0041e\n\tf é 👩‍💻".encode() + b"\xff")
     assert shown == "a\\u001b[2Jb\\u202ec\\u200bd\\ue0041e\n\tf é 👩\\u200d💻\ufffd"

@@ -11,7 +11,7 @@ from policies.schema import DetectorSpec
 from worker.core.detector import Artifact, Detector, cast_vote, parse_verdict
 from worker.core.errors import ConfigError
 from worker.core.precheck import run_precheck
-from worker.detectors.rules import DEFAULT_RATIO, RulesDetector
+from worker.detectors.local.rules import DEFAULT_RATIO, RulesDetector
 
 INJECTION = load_policy("prompt-injection")
 PACKAGE = load_policy("malicious-package")

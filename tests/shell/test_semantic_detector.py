@@ -3,7 +3,7 @@ trained detectors share is in ``test_trained_detectors.py``."""
 
 from __future__ import annotations
 
-from worker.detectors.semantic import load_embedding
+from worker.detectors.local.semantic import load_embedding
 
 
 def test_tokenizer_does_not_truncate() -> None:

@@ -17,10 +17,10 @@ from policies.schema import DetectorSpec, HarmPolicy
 from worker.core.detector import Artifact, Detector
 from worker.core.errors import ConfigError
 from worker.detectors import build_detector
-from worker.detectors._windows import window_spans
-from worker.detectors.lexical import LexicalDetector
-from worker.detectors.lexical import load_model as load_lexical
-from worker.detectors.semantic import SemanticDetector
+from worker.detectors.local.lexical import LexicalDetector
+from worker.detectors.local.lexical import load_model as load_lexical
+from worker.detectors.local.semantic import SemanticDetector
+from worker.detectors.local.windows import window_spans
 
 INJECTION = load_policy("prompt-injection")
 PACKAGE = load_policy("malicious-package")
@@ -92,7 +92,7 @@ def benign_log(size: int) -> bytes:
 
 
 # The known weaknesses of the static-embedding heads (strict: a fix must remove the mark). The
-# semantic scores are scan statistics (worker.detectors._scan_statistic): one minus the chance that
+# semantic scores are scan statistics (worker.detectors.local.scan_statistic): one minus the chance that
 # the best of this many harmless windows scores as high as the artifact's best window.
 SEMANTIC_MISSES_BENIGN_LEAD_IN = pytest.mark.xfail(
     strict=True,

@@ -11,7 +11,7 @@ import hypothesis.strategies as st
 import numpy as np
 from hypothesis import given, settings
 
-from worker.detectors._windows import window_spans
+from worker.detectors.local.windows import window_spans
 from worker.training.data import (
     CODE_GROUP_PREFIX,
     PLANTED_CONTEXT,

@@ -15,14 +15,14 @@ from worker.core.detector import Detector
 from worker.core.errors import ConfigError
 
 KINDS: dict[str, str] = {
-    "rules": "worker.detectors.rules:RulesDetector",
-    "lexical": "worker.detectors.lexical:LexicalDetector",
-    "semantic": "worker.detectors.semantic:SemanticDetector",
-    "openai": "worker.detectors.llm:OpenAIDetector",
-    "anthropic": "worker.detectors.llm:AnthropicDetector",
-    "ollama": "worker.detectors.llm:OllamaDetector",
-    "canary-probe": "worker.detectors.canary_probe:CanaryProbeDetector",
-    "static": "worker.detectors.static:StaticDetector",
+    "rules": "worker.detectors.local.rules:RulesDetector",
+    "lexical": "worker.detectors.local.lexical:LexicalDetector",
+    "semantic": "worker.detectors.local.semantic:SemanticDetector",
+    "openai": "worker.detectors.llm.chat:OpenAIDetector",
+    "anthropic": "worker.detectors.llm.chat:AnthropicDetector",
+    "ollama": "worker.detectors.llm.chat:OllamaDetector",
+    "canary-probe": "worker.detectors.llm.probe:CanaryProbeDetector",
+    "static": "worker.detectors.local.static:StaticDetector",
 }
 NETWORK_KINDS = frozenset({"openai", "anthropic", "ollama", "canary-probe"})
 

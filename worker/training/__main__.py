@@ -3,7 +3,7 @@
 Steps: distil the static MiniLM embedding (skipped when already shipped; the
 only step that needs torch), then for each policy and detector: group-aware
 5-fold CV on the train split, pick the threshold on the out-of-fold scores,
-fit on all of train and write ``worker/models/<policy>/<detector>.npz``.
+fit on all of train and write ``worker/weights/<policy>/<detector>.npz``.
 Prompt-injection records are also scored as planted copies inside code (out of
 fold, never trained on unless ``--train-on-copies``): the summary reports the
 quorum's FNR / FPR on them. Dev is never read here.
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from worker.detectors._windows import models_dir
+from worker.detectors.local.windows import models_dir
 from worker.training.data import (
     POLICIES,
     default_datasets_dir,
@@ -48,7 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--datasets-dir", type=Path, default=None, help="default: $CANARY_DATASETS_DIR or ../shared/datasets"
     )
-    parser.add_argument("--out-dir", type=Path, default=None, help="default: the worker/models package")
+    parser.add_argument("--out-dir", type=Path, default=None, help="default: the worker/weights package")
     parser.add_argument(
         "--train-on-copies",
         action="store_true",

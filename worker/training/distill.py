@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from worker.detectors._embedding import EMBEDDING_DIR
-from worker.detectors._windows import models_dir
+from worker.detectors.local.embedding import EMBEDDING_DIR
+from worker.detectors.local.windows import models_dir
 
 DIMS = 256
 

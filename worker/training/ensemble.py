@@ -24,7 +24,7 @@ import numpy as np
 
 from policies.loader import load_policy
 from worker.core.precheck import scan_policy
-from worker.detectors.rules import DEFAULT_RATIO
+from worker.detectors.local.rules import DEFAULT_RATIO
 from worker.training.data import CODE_GROUP_PREFIX, Corpus, own_mask, planted_mask
 
 GRID = 80  # candidate thresholds per model (quantiles of its out-of-fold scores)

@@ -1,4 +1,4 @@
-"""Train the ``lexical`` detector of one policy and write ``worker/models/<policy>/lexical.npz``."""
+"""Train the ``lexical`` detector of one policy and write ``worker/weights/<policy>/lexical.npz``."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.linear_model import SGDClassifier
 
-from worker.detectors._ngrams import featurize
-from worker.detectors._windows import window_spans
-from worker.detectors.lexical import ARTIFACT
+from worker.detectors.local.lexical import ARTIFACT
+from worker.detectors.local.ngrams import featurize
+from worker.detectors.local.windows import window_spans
 from worker.training.data import Corpus
 from worker.training.mil import MALWARE_GROUP_POWER, MilConfig, MilFit, cross_validate_and_fit, write_artifact
 from worker.training.windows import explode
@@ -39,17 +39,17 @@ RECIPES: dict[str, LexicalRecipe] = {
     # windows stay positive only near its best window, so the benign template around a planted
     # instruction (a WHOIS record, an email) is no longer learnt as harmful. Train group-CV of the
     # simulated quorum, weighted FNR+FPR+code-FPR: margin 1.0 0.2311, 0.5 0.2199, 0.25 0.2173.
-    # Both read their best window against the window count (worker.detectors._scan_statistic), as
+    # Both read their best window against the window count (worker.detectors.local.scan_statistic), as
     # the semantic heads do: the best of a release's thousands of windows otherwise rises with length
     # alone (20 MB of train's harmless diffs concatenated voted harmful; the lexical vote was in all
-    # 11 false blocks of tests/benchmarks/fresh-releases.txt). The reference length is the labelled
+    # 11 false blocks of benchmarks/releases/fresh-releases.txt). The reference length is the labelled
     # diffs' cap, LABELLED_CAP (171 and 19 windows of each recipe's geometry, set in train_lexical):
     # no train artifact is longer (35 and 19 windows at most, the borrowed code negatives included),
     # so on train the vote is a monotone reading of its best window (the same artifacts on either
     # side of the same quorum cut, the weights unchanged), and only what is longer than anything
     # labelled is discounted. Train cannot tell apart references
     # of 35 windows or more; train's longest (35) for prompt-injection cost injections planted in
-    # 64 KB of release diff (tests/benchmarks/planted.py: 25 more missed of 246, 5 fewer false alarms).
+    # 64 KB of release diff (benchmarks/planted.py: 25 more missed of 246, 5 fewer false alarms).
     "prompt-injection": LexicalRecipe(
         window=512,
         overlap=128,

@@ -27,7 +27,7 @@ from typing import Any, Generic, Protocol, TypedDict, TypeVar
 import numpy as np
 from sklearn.model_selection import GroupKFold
 
-from worker.detectors._scan_statistic import WindowNull
+from worker.detectors.local.scan_statistic import WindowNull
 from worker.training.data import Corpus, own_mask, planted_mask
 
 # Malicious-package groups are packages (mostly of one record) and GuardDog rules (up to ~70
@@ -51,7 +51,7 @@ class MilConfig:
     group_power: float = 1.0
     folds: int = 5
     # Read the best window against the number of windows (a WindowNull fitted on the out-of-fold
-    # logits of harmless windows) instead of on its own: see worker.detectors._scan_statistic.
+    # logits of harmless windows) instead of on its own: see worker.detectors.local.scan_statistic.
     # None: off; else the quantile of the policy's training artifacts' window counts up to which an
     # artifact counts as one window (0.0: every window counts).
     scan_statistic: float | None = None

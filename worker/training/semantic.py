@@ -1,4 +1,4 @@
-"""Train the ``semantic`` head of one policy and write ``worker/models/<policy>/semantic.npz``.
+"""Train the ``semantic`` head of one policy and write ``worker/weights/<policy>/semantic.npz``.
 
 Features are computed by the run-time :class:`StaticEmbedding` from the
 shipped (distilled) matrix, so training and scanning see the same numbers.
@@ -17,8 +17,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import StandardScaler
 
-from worker.detectors._embedding import EMBEDDING_DIR, Head, StaticEmbedding
-from worker.detectors.semantic import ARTIFACT
+from worker.detectors.local.embedding import EMBEDDING_DIR, Head, StaticEmbedding
+from worker.detectors.local.semantic import ARTIFACT
 from worker.training.data import Corpus
 from worker.training.mil import MALWARE_GROUP_POWER, MilConfig, MilFit, cross_validate_and_fit, write_artifact
 from worker.training.windows import explode
@@ -40,16 +40,16 @@ class SemanticRecipe:
 RECIPES: dict[str, SemanticRecipe] = {
     # Injections are about intent, which a linear read of pooled vectors misses more often
     # than a small MLP does (group-CV AUC 0.85 vs 0.78 on train).
-    # Both heads read their best window against the window count (worker.detectors._scan_statistic):
+    # Both heads read their best window against the window count (worker.detectors.local.scan_statistic):
     # alone, the best of a release's thousands of windows flagged 89 and 91 of 160 fresh releases.
     # The reference length (artifacts up to the q-quantile of train's window counts count as one
     # window) by the train group-CV quorum objective (weighted FNR + FPR + code FPR;
-    # tests/benchmarks/scan_statistic.py): prompt-injection, best window alone 0.2146; q = 0 0.2274,
+    # benchmarks/scan_statistic.py): prompt-injection, best window alone 0.2146; q = 0 0.2274,
     # 0.5 0.2196, 0.75 0.2147, 0.9 0.2138, 0.95 0.2139, 0.99 and 1 0.2146. malicious-package, alone
     # 0.0606; q = 0 0.0531, 0.5 0.0555, 0.75 0.0584, 0.9 and above 0.0606. Where train cannot tell
     # settings apart (within 0.001 of its best), the largest reference: it discounts only artifacts
     # longer than train's longest, and so costs the least sensitivity on long artifacts
-    # (tests/benchmarks/planted.py). Prompt-injection: q = 1 (35 windows); malicious-package: q = 0.
+    # (benchmarks/planted.py). Prompt-injection: q = 1 (35 windows); malicious-package: q = 0.
     "prompt-injection": SemanticRecipe(
         window=512, overlap=128, c=1e-2, hidden=64, mil=MilConfig(rounds=1, scan_statistic=1.0)
     ),

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from worker.detectors._windows import window_spans, window_texts
+from worker.detectors.local.windows import window_spans, window_texts
 
 
 def explode(texts: Sequence[str], window: int, overlap: int) -> tuple[list[str], np.ndarray]:

@@ -1,0 +1,62 @@
+"""How often are short harmless messages held back? Single sentences of the harmless records.
+
+    python benchmarks/short_texts.py [--policy prompt-injection] [FILE.jsonl[.gz]]
+
+Tickets, chat lines and one-line e-mails are short; the labelled records are mostly paragraphs and
+pages. This cuts every harmless record of ``FILE`` (default: the policy's dev split) into sentences,
+keeps the first, middle and last of those of 15 to 200 characters, labels each
+harmless (a sentence of a harmless text is harmless), runs ``canary eval --json`` on them with the
+shipped setups and prints n, FP and FPR of each. Harmful records are left out: one sentence of an
+injection need not be one. Nothing is trained or tuned here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import tempfile
+from pathlib import Path
+
+from mail_headers import ROOT, SETUPS, evaluate
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    """The first, middle and last of its sentences of 15-200 characters (fewer if it has fewer)."""
+    found = [s.strip() for s in SENTENCE_END.split(text) if 15 <= len(s.strip()) <= 200]
+    return [found[i] for i in sorted({0, len(found) // 2, len(found) - 1})] if found else []
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("file", nargs="?")
+    parser.add_argument("--policy", default="prompt-injection")
+    args = parser.parse_args()
+    source = Path(args.file or ROOT.parent / "shared" / "datasets" / args.policy / "dev.jsonl.gz")
+    opener = gzip.open if source.suffix == ".gz" else open
+    with tempfile.TemporaryDirectory() as tmp:
+        short = Path(tmp) / "sentences.jsonl"
+        records = 0
+        with opener(source, "rt", encoding="utf-8") as inp, short.open("w", encoding="utf-8") as out:
+            for line in inp:
+                record = json.loads(line)
+                if record["label"] != "harmless":
+                    continue
+                records += 1
+                for index, sentence in enumerate(sentences(record["text"])):
+                    piece = {**record, "id": f"{record['id']}~{index}", "text": sentence}
+                    out.write(json.dumps(piece) + "\n")
+        results = evaluate(short, args.policy)
+    print(f"# sentences of the {records} harmless records of {source} under {args.policy}")
+    print(f"{'setup':24s} {'n':>5s} {'FP':>4s} {'FPR':>7s}")
+    for setup, summary in zip(SETUPS, results, strict=True):
+        print(f"{setup:24s} {summary['n']:5d} {summary['fp']:4d} {100 * summary['fpr']:6.1f}%")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""I/O adapters: the database repository, the object stores, the queue sinks, metrics collection."""

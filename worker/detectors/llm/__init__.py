@@ -1,0 +1,1 @@
+"""Detectors that ask a language model: chat verdict backends and the canary probe."""

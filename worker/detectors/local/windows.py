@@ -1,0 +1,220 @@
+"""Shared plumbing of the local model detectors: windows, lazy artifacts, answers.
+
+Both ``lexical`` and ``semantic`` scan every byte: the artifact is cut into
+overlapping byte windows (:func:`worker.core.segment.segment_spans`), each
+window is scored, and the best window decides. Max is the right aggregation
+for "does any part of this try something": a 300-byte injection 30 KB deep in
+a benign log moves one window, and a mean would dilute it away. A model
+trained with a window null reads that maximum against the number of windows
+(:mod:`worker.detectors.local.scan_statistic`), so that length alone does not
+raise the score.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from itertools import islice
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, TypeVar
+
+import numpy as np
+
+from policies.loader import current_sha256, default_models_dir
+from policies.schema import HarmPolicy
+from worker.core.detector import Artifact, verdict_output
+from worker.core.errors import ConfigError, DetectorError
+from worker.core.mail import decoded_text_parts
+from worker.core.models import Answer, Coverage, ErrorKind, Verdict
+from worker.core.prose import diff_prose
+from worker.core.segment import coverage_of, segment_spans
+from worker.detectors.local.scan_statistic import WindowNull
+
+T = TypeVar("T")
+
+BATCH_BYTES = 1 << 20  # window text scored per model call (bounds a vote's memory)
+
+_LOCK = threading.RLock()  # re-entrant: a model loader may load a shared artifact
+_CACHE: dict[tuple[str, str], tuple[tuple[str, ...], object]] = {}  # -> (digests, model)
+
+
+def models_dir() -> Path:
+    """Where the trained artifacts live (package data of ``worker.weights``)."""
+    return Path(default_models_dir())
+
+
+def cached(kind: str, key: str, digests: tuple[str, ...], load: Callable[[], T]) -> T:
+    """Load an artifact once per content of its files (thread-safe); new content replaces old."""
+    found = _CACHE.get((kind, key))
+    if found is None or found[0] != digests:
+        with _LOCK:
+            found = _CACHE.get((kind, key))
+            if found is None or found[0] != digests:
+                found = _CACHE[(kind, key)] = (digests, load())
+    return found[1]  # type: ignore[return-value]
+
+
+def model_digests(paths: Sequence[Path], policy: HarmPolicy | None, what: str) -> tuple[str, ...]:
+    """The sha256 of each model file as it is now, which must be what ``policy`` was
+    fingerprinted with: a model swapped since the policy was loaded never judges its gates
+    (the vote is ``unavailable``, so the gate goes to review). A missing file: ``unavailable``."""
+    digests = []
+    for path in paths:
+        try:
+            digest = current_sha256(str(path))
+        except OSError:
+            raise DetectorError(f"no {what} ({path.name} is missing)", kind=ErrorKind.unavailable) from None
+        pinned = None if policy is None else policy.model_sha256(os.path.abspath(path))
+        if pinned is not None and pinned != digest:
+            raise DetectorError(
+                f"{what} ({path.name}) changed since its policy was loaded", kind=ErrorKind.unavailable
+            )
+        digests.append(digest)
+    return tuple(digests)
+
+
+def verified_bytes(path: Path, digest: str) -> bytes:
+    """The bytes of ``path``, which must hash to ``digest`` (not rewritten since it was hashed)."""
+    raw = path.read_bytes()
+    if hashlib.sha256(raw).hexdigest() != digest:
+        raise DetectorError(f"model file {path.name} changed while it was read", kind=ErrorKind.unavailable)
+    return raw
+
+
+def window_spans(total: int, window: int, overlap: int) -> list[tuple[int, int]]:
+    """The byte windows that together cover ``[0, total)``."""
+    return list(segment_spans(total, window, overlap))
+
+
+def window_texts(data: bytes, spans: list[tuple[int, int]]) -> list[str]:
+    """Decode each window; a character cut at an edge becomes U+FFFD (the overlap sees it whole)."""
+    return list(lazy_window_texts(data, spans))
+
+
+def lazy_window_texts(data: bytes, spans: list[tuple[int, int]]) -> Iterator[str]:
+    """``window_texts``, one window at a time."""
+    return (data[start:end].decode("utf-8", errors="replace") for start, end in spans)
+
+
+class WindowedModel(Protocol):
+    # Read-only members, so that frozen dataclasses (the lexical and semantic models) conform.
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def window(self) -> int: ...
+    @property
+    def overlap(self) -> int: ...
+    @property
+    def null(self) -> WindowNull | None: ...
+
+    def logits(self, windows: list[str]) -> np.ndarray: ...
+
+
+def artifact_score(model: WindowedModel, logits: np.ndarray) -> float:
+    """The artifact's score from its windows' logits: the best window's probability, or, for a
+    model trained with a window null, one minus the chance that the best of this many harmless
+    windows scores as high (see :mod:`worker.detectors.local.scan_statistic`)."""
+    return best_window_score(model, logits.max() if logits.size else None, int(logits.size))
+
+
+def best_window_score(
+    model: WindowedModel, best: np.floating[Any] | None, count: int, reference_windows: float | None = None
+) -> float:
+    """``artifact_score`` from the best of ``count`` window logits (None: no window);
+    ``reference_windows`` overrides the null's reference length (see :class:`WindowedModelDetector`)."""
+    if best is None or count == 0:
+        return 0.0
+    if model.null is None:  # in the logits' own dtype, as the vote was computed before nulls existed
+        return float(1.0 / (1.0 + np.exp(-best)))
+    null = (
+        model.null if reference_windows is None else replace(model.null, reference_windows=reference_windows)
+    )
+    return expit(null.artifact_logit(float(best), count))
+
+
+def expit(logit: float) -> float:
+    """The logistic function, without overflow at either end."""
+    if logit >= 0.0:
+        return 1.0 / (1.0 + math.exp(-logit))
+    odds = math.exp(logit)
+    return odds / (1.0 + odds)
+
+
+def scored_answer(
+    data: bytes,
+    model: WindowedModel,
+    threshold: float,
+    prose: bool = False,
+    reference_windows: float | None = None,
+) -> Answer:
+    """Score every window of ``data`` and answer with full coverage.
+
+    An e-mail's base64 or quoted-printable text parts are also scored decoded (what its reader
+    sees), in windows of their own; so is, with ``prose``, the text a diff adds inside code
+    (comments, docstrings, sentence-like strings: :mod:`worker.core.prose`). The coverage stays
+    that of the raw bytes, all of them.
+    Windows are scored ``BATCH_BYTES`` of text at a time and only the best logit is kept, so
+    memory stays flat however large the artifact (one batch holds any artifact up to ~1 MB).
+    """
+    spans = window_spans(len(data), model.window, model.overlap)
+    sources = [(data, spans)]
+    sources += [
+        (part, window_spans(len(part), model.window, model.overlap)) for part in decoded_text_parts(data)
+    ]
+    if prose and (text := diff_prose(data)):
+        sources.append((text, window_spans(len(text), model.window, model.overlap)))
+    windows = (text for source, its_spans in sources for text in lazy_window_texts(source, its_spans))
+    per_batch = max(1, BATCH_BYTES // model.window)
+    best: np.floating[Any] | None = None
+    count = 0
+    while batch := list(islice(windows, per_batch)):
+        logits = model.logits(batch)
+        if logits.size:
+            top = logits.max()
+            best = top if best is None or top > best else best
+            count += int(logits.size)
+    score = best_window_score(model, best, count, reference_windows)
+    verdict: Verdict = "harmful" if score >= threshold else "harmless"
+    coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
+    return Answer(output=verdict_output(verdict), coverage=coverage, score=score)
+
+
+class WindowedModelDetector:
+    """A local model that scores every window of the artifact; the highest window decides.
+
+    Subclasses name their ``backend`` and say how to ``load`` the policy's model (the files
+    the policy was fingerprinted with); ``threshold`` overrides the trained one, ``models_dir``
+    the shipped artifacts, and ``prose: true`` also reads a diff's comments and strings on their
+    own (see :func:`scored_answer`). ``reference_windows`` overrides the length, in windows, up to
+    which an artifact is read as one window by a model with a window null (trained: 64 KB for the
+    lexical models): a policy that gates long logs and would rather review than miss an injection
+    deep inside sets it high (e.g. 1e9: the best window alone, judged by the same cut).
+    """
+
+    backend: ClassVar[str]
+
+    def __init__(self, name: str | None = None, threshold: float | None = None, **options: Any) -> None:
+        self.name = name or self.backend
+        self.threshold = threshold
+        self.models_dir: Path | None = Path(options["models_dir"]) if "models_dir" in options else None
+        self.prose = options.get("prose", False)
+        if not isinstance(self.prose, bool):  # a YAML "no" or "off" quoted as a string would read as true
+            raise ConfigError(f"{self.name}: prose must be true or false, not {self.prose!r}")
+        reference = options.get("reference_windows")
+        if reference is not None and (
+            isinstance(reference, bool) or not (isinstance(reference, int | float) and reference >= 1)
+        ):
+            raise ConfigError(f"{self.name}: reference_windows must be a number >= 1, not {reference!r}")
+        self.reference_windows = None if reference is None else float(reference)
+
+    def load(self, policy: HarmPolicy) -> WindowedModel:
+        raise NotImplementedError
+
+    def answer(self, artifact: Artifact, policy: HarmPolicy) -> Answer:
+        model = self.load(policy)
+        threshold = model.threshold if self.threshold is None else self.threshold
+        return scored_answer(artifact.data, model, threshold, self.prose, self.reference_windows)

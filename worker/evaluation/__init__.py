@@ -1,0 +1,1 @@
+"""`canary eval`: FN/FP tables of labelled records through the full gate."""

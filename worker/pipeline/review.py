@@ -1,0 +1,153 @@
+"""Human review: list gates waiting for a person, and record a person's decision.
+
+Reviewers drain two queues:
+
+- ``review``: gates the quorum could not decide. A person moves each to ``allow`` or
+  ``quarantine``.
+- ``quarantine``: gates blocked automatically that no person has looked at yet. A person
+  confirms the quarantine, or releases a false positive to ``allow``, which needs a note
+  saying why. The bytes and the report stay in the quarantine bucket as the record; its
+  ``report.json`` gains the review.
+
+An automatic ``allow`` is never reopened: the artifact has been published to agents already.
+Every decision is audited with the person's name, routed like any other decision, and an
+artifact is published to the allowed queue only once every policy it was submitted under
+allows it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, cast
+
+from sqlalchemy.engine import CursorResult
+from sqlmodel import Session, col, select, update
+
+from worker.adapters.db import REVIEWED, Gate, Submission, not_reviewed, utcnow
+from worker.core.normalize import INVISIBLE
+from worker.pipeline.runtime import Runtime
+from worker.pipeline.steps import ArtifactCorrupt, load_artifact, publish_allowed
+
+HumanDecision = Literal["allow", "quarantine"]
+ReviewQueue = Literal["review", "quarantine"]
+
+
+class ReviewError(Exception):
+    """The gate is unknown or not waiting for review."""
+
+
+def waiting(rt: Runtime, limit: int = 100, queue: ReviewQueue = "review") -> list[Gate]:
+    """Gates waiting for a person, oldest first: in review, or quarantined and not yet reviewed."""
+    stmt = select(Gate).where(Gate.status == queue)
+    if queue == "quarantine":
+        stmt = stmt.where(not_reviewed())
+    with Session(rt.repo.engine, expire_on_commit=False) as session:
+        return list(session.exec(stmt.order_by(col(Gate.updated_at)).limit(limit)).all())
+
+
+def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, note: str = "") -> Gate:
+    """Record ``person``'s decision for a gate in review or in quarantine, and route it."""
+    if not person.strip():
+        raise ReviewError("a reviewer name is required")
+    gate = rt.repo.get(gate_id)
+    if gate is None or gate.status not in ("review", "quarantine"):
+        state = gate.status if gate else "unknown"
+        raise ReviewError(f"gate {gate_id} is not waiting for a person ({state})")
+    was = gate.status
+    if was == "quarantine" and decision == "allow" and not note.strip():
+        raise ReviewError("releasing a quarantined gate needs a note saying why (--note)")
+    report = json.loads(gate.report or "{}")
+    report["review"] = {
+        "by": person,
+        "decision": decision,
+        "from": was,
+        "note": note[:500],
+        "at": utcnow().isoformat(),
+    }
+    body = json.dumps(report, sort_keys=True)
+    if decision == "quarantine" and was == "review":  # bytes changed in the store: nothing is moved
+        rt.quarantine.put(f"{gate.id}/artifact", _checked_bytes(rt, gate), encrypt=True)
+    if decision == "quarantine" or was == "quarantine":
+        rt.quarantine.put(
+            f"{gate.id}/report.json", body.encode(), encrypt=True, content_type="application/json"
+        )
+    actor = f"person:{person}"
+    with Session(rt.repo.engine) as session:
+        # An UPDATE returns a CursorResult (which has rowcount); Session.execute is typed as Result.
+        changed = cast(
+            "CursorResult[Any]",
+            session.execute(
+                update(Gate)
+                .where(col(Gate.id) == gate_id, col(Gate.status) == was)
+                .values(
+                    status=decision,
+                    decision=decision,
+                    report=body,
+                    updated_at=utcnow(),
+                    reason=f"reviewed by {person}: {decision} (was {was}: {gate.reason})"[:500],
+                )
+            ),
+        ).rowcount
+        if not changed:
+            raise ReviewError(f"gate {gate_id} left {was} meanwhile")
+        rt.repo.audit(session, gate_id, f"{REVIEWED}{decision}", actor, note)
+        ready = reopen_submissions(session, gate.sha256) if decision == "allow" else []
+        session.commit()
+    for sub_id, gate_ids in ready:
+        publish_allowed(rt, sub_id, gate_ids)
+    fresh = rt.repo.get(gate_id)
+    assert fresh is not None
+    return fresh
+
+
+def reopen_submissions(session: Session, sha256: str) -> list[tuple[str, list[str]]]:
+    """Submissions of this artifact that are now allowed under every policy."""
+    ready: list[tuple[str, list[str]]] = []
+    subs = session.exec(select(Submission).where(Submission.sha256 == sha256, Submission.published == False))  # noqa: E712
+    for sub in subs.all():
+        statuses = [g.status for g in session.exec(select(Gate).where(col(Gate.id).in_(sub.gates)))]
+        if len(statuses) == len(sub.gates) and all(s == "allow" for s in statuses):
+            sub.status = "allow"
+            session.add(sub)
+            ready.append((sub.id, sub.gates))
+    return ready
+
+
+# What a terminal would act on or a reader would not see: C0/C1 controls (escape sequences), and
+# every code point normalization treats as invisible (zero-width, bidi, variation selectors, tags),
+# plus the rest of the invisible-operator block and the interlinear annotation marks.
+_SHOWN = (
+    frozenset(
+        [
+            *range(0x00, 0x09),
+            *range(0x0B, 0x20),
+            *range(0x7F, 0xA0),
+            *range(0x2060, 0x2070),
+            *range(0xFFF9, 0xFFFC),
+        ]
+    )
+    | INVISIBLE
+)
+_WRITTEN_OUT = {cp: f"\\u{cp:04x}" for cp in _SHOWN}
+
+
+def visible(data: bytes) -> str:
+    """``data`` as text a reviewer can read safely: UTF-8 (invalid bytes as U+FFFD), every control,
+    bidi, zero-width or tag character written out as ``\\uXXXX`` (newlines and tabs kept)."""
+    return data.decode("utf-8", errors="replace").translate(_WRITTEN_OUT)
+
+
+def artifact(rt: Runtime, gate_id: str) -> tuple[Gate, bytes]:
+    """A gate and its artifact's bytes (from the object store, checked against the sha256)."""
+    gate = rt.repo.get(gate_id)
+    if gate is None:
+        raise ReviewError(f"gate {gate_id} is unknown")
+    return gate, _checked_bytes(rt, gate)
+
+
+def _checked_bytes(rt: Runtime, gate: Gate) -> bytes:
+    """The gate's artifact bytes; a ReviewError when the store no longer holds what was classified."""
+    try:
+        return load_artifact(rt, gate).data
+    except ArtifactCorrupt as exc:
+        raise ReviewError(f"gate {gate.id}: {exc}") from exc

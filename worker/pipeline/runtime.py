@@ -1,0 +1,72 @@
+"""The per-process bundle of I/O the tasks use: repo, stores, sinks. Built lazily after fork."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from worker.adapters.db import GateRepo, make_engine
+from worker.adapters.sinks import FolderSink, KombuSink, QueueSink
+from worker.adapters.storage import CachedReader, LocalStore, ObjectStore, S3Store
+from worker.settings import Settings
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    repo: GateRepo
+    store: ObjectStore
+    reader: CachedReader
+    quarantine: ObjectStore
+    allowed: QueueSink
+    review: QueueSink
+    actor: str
+
+
+def build_runtime(settings: Settings, role: str = "worker") -> Runtime:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    repo = GateRepo(make_engine(settings.sqlalchemy_url))
+    store: ObjectStore
+    quarantine: ObjectStore
+    if settings.use_s3:
+        s3 = S3Store(settings.artifact_bucket, settings.s3_endpoint_url)
+        q = S3Store(settings.quarantine_bucket, settings.s3_endpoint_url, client=s3.client)
+        s3.ensure_bucket()
+        q.ensure_bucket()
+        store, quarantine = s3, q
+    else:
+        store = LocalStore(settings.data_dir / "objects")
+        quarantine = LocalStore(settings.data_dir / "quarantine")
+    allowed: QueueSink
+    review: QueueSink
+    if settings.embedded:
+        allowed = FolderSink(settings.data_dir / "allowed")
+        review = FolderSink(settings.data_dir / "review")
+    else:
+        url = settings.require_broker()
+        allowed = KombuSink(url, settings.allowed_queue)
+        review = KombuSink(url, settings.review_queue)
+    actor = f"{role}:{socket.gethostname()}:{os.getpid()}"
+    return Runtime(settings, repo, store, CachedReader(store), quarantine, allowed, review, actor)
+
+
+_BUILD = threading.Lock()
+
+
+def runtime_for(app: Any) -> Runtime:
+    """The runtime of ``app`` in this process (rebuilt in each forked child).
+
+    It lives on the app itself: a registry keyed by ``id(app)`` handed a new app the runtime (the
+    database, the folders) of a collected one that had had the same address.
+    """
+    found: tuple[int, Runtime] | None = getattr(app, "_canary_runtime", None)
+    if found is None or found[0] != os.getpid():
+        with _BUILD:
+            found = getattr(app, "_canary_runtime", None)
+            if found is None or found[0] != os.getpid():
+                found = (os.getpid(), build_runtime(app.canary_settings))
+                app._canary_runtime = found
+    return found[1]

@@ -1,0 +1,404 @@
+"""The gate's steps as plain functions over a ``Runtime``; the Celery tasks are thin wrappers.
+
+pre-check -> (chord) one detect per detector -> decide (quorum) -> route.
+Every step is idempotent: the gate row is the source of truth, and a
+redelivered step on a decided gate does nothing.
+
+Steps work on a *batch* of gates (one message, one chord, for up to
+``Settings.batch_size`` gates submitted together; a lone gate is a batch of
+one). The batch only shares the coordination: each gate is started, voted on,
+decided and routed on its own row, a detector failing on one artifact is an
+invalid vote for that gate only, and a gate decided meanwhile is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from policies import HarmPolicy, load_policy
+from policies.loader import PolicyError
+from worker.adapters.db import Gate, Outcome, utcnow
+from worker.adapters.storage import sha256_hex
+from worker.core.detector import Artifact, cast_vote, error_vote
+from worker.core.errors import DetectorError, StorageError
+from worker.core.models import Coverage, Decision, ErrorKind, PolicyRef, PrecheckResult, Report, Timings, Vote
+from worker.core.quorum import decide_quorum
+from worker.detectors import detector_for
+from worker.pipeline.runtime import Runtime
+
+log = structlog.get_logger("canary.gate")
+
+
+class ArtifactCorrupt(Exception):
+    """The stored bytes do not hash to the gate's sha256: never classify them."""
+
+
+def load_artifact(rt: Runtime, gate: Gate) -> Artifact:
+    data = rt.reader.get(gate.object_key)
+    if sha256_hex(data) != gate.sha256:
+        raise ArtifactCorrupt("artifact bytes do not match their sha256")
+    return Artifact(sha256=gate.sha256, data=data)
+
+
+def gate_policy(gate: Gate) -> HarmPolicy:
+    policy = load_policy(gate.policy_ref)
+    if policy.sha256 != gate.policy_sha256:
+        raise PolicyError(
+            f"policy {gate.policy_id} changed since submission "
+            f"({gate.policy_sha256[:12]} -> {policy.sha256[:12]})"
+        )
+    return policy
+
+
+@dataclass
+class Started:
+    """The gates of a batch that are running now, and those to send to review instead."""
+
+    ready: list[tuple[Gate, HarmPolicy, Artifact]] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)
+
+
+def begin_many(rt: Runtime, gate_ids: Sequence[str]) -> Started:
+    """Start an attempt for each open gate of the batch (one transaction).
+
+    Decided gates are left out (a redelivery); a gate past ``max_attempts``, with a changed
+    policy or with corrupt bytes is listed in ``failed`` with its reason, for review; a gate
+    whose bytes cannot be read now is ``deferred`` (left open for the sweeper). When no gate
+    of the batch could be read, ``StorageError`` is raised so the whole task retries.
+    """
+    started = Started()
+    order = {gid: i for i, gid in enumerate(gate_ids)}
+    for gate in sorted(rt.repo.start_many(gate_ids, rt.actor), key=lambda g: order[g.id]):
+        if gate.attempts > rt.settings.max_attempts:
+            started.failed.append((gate.id, f"too many attempts ({gate.attempts - 1})"))
+            continue
+        try:
+            started.ready.append((gate, gate_policy(gate), load_artifact(rt, gate)))
+        except (PolicyError, ArtifactCorrupt) as exc:
+            started.failed.append((gate.id, str(exc)))
+        except StorageError as exc:
+            # The store may be back later: this gate stays open (visibly ``running``) and the
+            # sweeper re-enqueues it on its own; the rest of the batch goes on without it.
+            log.warning("artifact_unreadable", gate_id=gate.id, error=type(exc).__name__)
+            started.deferred.append(gate.id)
+    if started.deferred and not started.ready and not started.failed:
+        raise StorageError("no artifact of the batch could be read")  # the task retries
+    return started
+
+
+def precheck_step(rt: Runtime, artifact: Artifact, policy: HarmPolicy) -> tuple[PrecheckResult, float]:
+    from worker.core.precheck import run_precheck
+
+    started = time.perf_counter()
+    result = run_precheck(artifact.data, policy)
+    return result, (time.perf_counter() - started) * 1000
+
+
+def gate_ref(gate: Gate) -> dict[str, Any]:
+    """What a detect subtask needs, so the fan-out never touches the database."""
+    return {
+        "gate_id": gate.id,
+        "policy_ref": gate.policy_ref,
+        "policy_sha256": gate.policy_sha256,
+        "policy_id": gate.policy_id,
+        "object_key": gate.object_key,
+        "sha256": gate.sha256,
+        "size": gate.size,
+    }
+
+
+def detect_chunks(policy: HarmPolicy, sizes: Sequence[int], soft_limit_s: float) -> list[tuple[int, int]]:
+    """Cut gates (their byte sizes, in order) into ``[start, end)`` runs that may share a chord:
+    every detector, at its declared worst case per gate (``DetectorSpec.budget_s``), still
+    finishes the run within the soft time limit.
+
+    So batching never times out a gate whose detector kept to its own budget. Detectors with
+    20 s budgets under a 60 s limit: 3 gates per chord; a gate whose budget alone exceeds the
+    limit goes alone (the limit is then what bounds it: a timeout vote, fail closed).
+    """
+    chunks: list[tuple[int, int]] = []
+    start, spent = 0, 0.0
+    for i, size in enumerate(sizes):
+        cost = max((d.budget_s(size) for d in policy.quorum.detectors), default=soft_limit_s)
+        if i > start and spent + cost > soft_limit_s:
+            chunks.append((start, i))
+            start, spent = i, 0.0
+        spent += cost
+    if start < len(sizes):
+        chunks.append((start, len(sizes)))
+    return chunks
+
+
+def detect_step(rt: Runtime, gate_id: str, detector_name: str, ref: dict[str, Any] | None = None) -> Vote:
+    """Run one detector; every failure becomes an invalid vote, never an exception."""
+    if ref is None:
+        row = rt.repo.get(gate_id)
+        if row is None:
+            return error_vote(detector_name, "unknown", ErrorKind.missing, "gate not found")
+        ref = gate_ref(row)
+    fields = {k: v for k, v in ref.items() if k != "gate_id"}
+    gate = Gate(id=gate_id, deadline=utcnow(), policy_version="", **fields)
+    started = time.perf_counter()
+    backend = "unknown"
+    try:
+        policy = gate_policy(gate)
+        spec = next((d for d in policy.quorum.detectors if d.name == detector_name), None)
+        if spec is None:
+            return error_vote(
+                detector_name, backend, ErrorKind.missing, "detector not in policy", 0, gate.size
+            )
+        detector = detector_for(policy, spec)
+        backend = detector.backend
+        artifact = load_artifact(rt, gate)
+        answer = detector.answer(artifact, policy)
+        elapsed = (time.perf_counter() - started) * 1000
+        if elapsed > spec.budget_s(gate.size) * 1000:
+            return error_vote(
+                detector_name, backend, ErrorKind.timeout, "answer came too late", elapsed, gate.size
+            )
+        return cast_vote(detector_name, backend, answer, policy.protocol, elapsed)
+    except DetectorError as exc:
+        kind, detail = exc.kind, f"{type(exc).__name__}: {exc.message}"
+    except Exception as exc:  # noqa: BLE001 - any detector failure is an invalid vote
+        from celery.exceptions import SoftTimeLimitExceeded
+
+        if isinstance(exc, SoftTimeLimitExceeded):
+            kind, detail = ErrorKind.timeout, "soft time limit"
+        else:
+            kind, detail = ErrorKind.exception, type(exc).__name__
+    elapsed = (time.perf_counter() - started) * 1000
+    log.warning("detector_failed", gate_id=gate_id, detector=detector_name, error=kind.value)
+    return error_vote(detector_name, backend, kind, detail, elapsed, gate.size)
+
+
+def detect_many(rt: Runtime, detector_name: str, refs: Sequence[dict[str, Any]]) -> dict[str, Vote]:
+    """One detector over a batch: a vote per gate, each failure confined to its own gate.
+
+    Once the task's soft time limit fires, the gates not reached yet get a ``timeout`` vote
+    without running: the task must return before its hard limit.
+    """
+    votes: dict[str, Vote] = {}
+    out_of_time = False
+    for ref in refs:
+        gate_id = str(ref.get("gate_id", ""))
+        if out_of_time:
+            size = int(ref.get("size", 0))
+            detail = "soft time limit (batch)"
+            votes[gate_id] = error_vote(detector_name, "unknown", ErrorKind.timeout, detail, 0.0, size)
+            continue
+        vote = detect_step(rt, gate_id, detector_name, ref)
+        votes[gate_id] = vote
+        out_of_time = vote.error == ErrorKind.timeout and vote.detail == "soft time limit"
+    return votes
+
+
+def parse_votes(raw: Sequence[Any]) -> list[Vote]:
+    votes: list[Vote] = []
+    for item in raw:
+        try:
+            votes.append(Vote.model_validate(item))
+        except (ValueError, TypeError):
+            continue
+    return votes
+
+
+def votes_by_gate(results: Sequence[Any], gate_ids: Sequence[str]) -> dict[str, list[Vote]]:
+    """Split the chord's results (one ``{gate_id: vote}`` per detector) into each gate's votes.
+
+    Anything off-shape (not a mapping, a stranger gate, an unparseable vote) is dropped: the
+    quorum then counts that detector as missing for the gates concerned, never as harmless.
+    """
+    out: dict[str, list[Vote]] = {gid: [] for gid in gate_ids}
+    for result in results:
+        if not isinstance(result, dict):
+            continue
+        for gid, raw in result.items():
+            if gid in out:
+                out[gid].extend(parse_votes([raw]))
+    return out
+
+
+def decide_step(
+    rt: Runtime,
+    gate_id: str,
+    precheck: PrecheckResult,
+    votes: Sequence[Vote],
+    precheck_ms: float = 0.0,
+    reason_override: str | None = None,
+) -> Report | None:
+    """Apply the quorum, record the decision once, and route. Returns the report."""
+    verdict = Pending(precheck, list(votes), precheck_ms, reason_override)
+    return decide_many(rt, {gate_id: verdict}).get(gate_id)
+
+
+@dataclass
+class Pending:
+    """What the decide step knows about one gate of the batch."""
+
+    precheck: PrecheckResult
+    votes: list[Vote] = field(default_factory=list)
+    precheck_ms: float = 0.0
+    reason_override: str | None = None
+
+
+def decide_many(rt: Runtime, pending: dict[str, Pending]) -> dict[str, Report]:
+    """Apply each gate's quorum, route it, and record its decision once. Returns the reports made.
+
+    Gates already decided (a redelivered callback) or unknown are skipped.
+    """
+    if not pending:
+        return {}
+    gates = rt.repo.get_many(pending)
+    decided: list[tuple[Gate, Report]] = []
+    for gate_id, item in pending.items():
+        gate = gates.get(gate_id)
+        if gate is not None and not gate.terminal:
+            decided.append((gate, judge(gate, item)))
+    route_many(rt, decided)
+    return {gate.id: report for gate, report in decided}
+
+
+def judge(gate: Gate, item: Pending) -> Report:
+    """One gate's decision and report under its own policy's quorum (fail closed)."""
+    reason_override = item.reason_override
+    try:
+        policy = gate_policy(gate)
+        required, expected = policy.quorum.required, [d.name for d in policy.quorum.detectors]
+    except PolicyError as exc:
+        required, expected, reason_override = 1, ["?"], str(exc)
+    decision: Decision
+    if reason_override:
+        decision, reason = "review", reason_override
+    else:
+        decision, reason = decide_quorum(item.precheck, item.votes, required, expected)
+    return build_report(gate, decision, reason, item.precheck, item.votes, item.precheck_ms)
+
+
+def build_report(
+    gate: Gate,
+    decision: Decision,
+    reason: str,
+    precheck: PrecheckResult,
+    votes: Sequence[Vote],
+    precheck_ms: float,
+) -> Report:
+    valid = [v.coverage for v in votes if v.valid and v.coverage is not None]
+    scanned = min((c.scanned_bytes for c in valid), default=gate.size if precheck.verdict == "harmful" else 0)
+    total_ms = (utcnow() - gate.created_at).total_seconds() * 1000
+    return Report(
+        gate_id=gate.id,
+        sha256=gate.sha256,
+        policy=PolicyRef(id=gate.policy_id, version=gate.policy_version, sha256=gate.policy_sha256),
+        decision=decision,
+        reason=reason,
+        precheck=precheck,
+        votes=tuple(votes),
+        coverage=Coverage(total_bytes=gate.size, scanned_bytes=min(scanned, gate.size), segments=len(valid)),
+        timings=Timings(
+            precheck_ms=round(precheck_ms, 3),
+            detectors_ms=round(max((v.latency_ms for v in votes), default=0.0), 3),
+            total_ms=round(max(total_ms, 0.0), 3),
+        ),
+        size_bytes=gate.size,
+    )
+
+
+def route(rt: Runtime, gate: Gate, report: Report) -> None:
+    route_many(rt, [(gate, report)])
+
+
+def route_many(rt: Runtime, decided: Sequence[tuple[Gate, Report]]) -> None:
+    """Side effects first (idempotent puts/publishes), then the one-time state changes.
+
+    The state changes of the batch share one transaction, each conditional on its own gate
+    still being open; allowed submissions are published after that commit.
+    """
+    outcomes: list[Outcome] = []
+    for gate, report in decided:
+        payload = report.model_dump(mode="json")
+        body = json.dumps(payload, sort_keys=True)
+        if report.decision == "quarantine":
+            data = rt.reader.get(gate.object_key)
+            rt.quarantine.put(f"{gate.id}/artifact", data, encrypt=True)
+            rt.quarantine.put(
+                f"{gate.id}/report.json", body.encode(), encrypt=True, content_type="application/json"
+            )
+        elif report.decision == "review":
+            rt.review.publish(
+                {"gate_id": gate.id, "sha256": gate.sha256, "object_key": gate.object_key, "report": payload},
+                message_id=gate.id,
+            )
+        outcomes.append(Outcome(gate.id, report.decision, report.reason, body))
+    if not outcomes:
+        return
+    won, publish = rt.repo.finish_many(outcomes, rt.actor)
+    known: dict[str, Gate] = {}
+    for (gate, report), outcome in zip(decided, outcomes, strict=True):
+        if gate.id in won:
+            log.info("gate_decided", gate_id=gate.id, policy=gate.policy_id, decision=report.decision)
+            gate.status, gate.report = report.decision, outcome.report
+            known[gate.id] = gate
+    publish_submissions(rt, [(sub.id, sub.gates) for sub in publish], known)
+
+
+def publish_submissions(
+    rt: Runtime, submissions: Sequence[tuple[str, Sequence[str]]], known: dict[str, Gate] | None = None
+) -> None:
+    """Publish each allowed submission, then record all of them as published in one transaction."""
+    if not submissions:
+        return
+    known = known or {}
+    missing = {gid for _, ids in submissions for gid in ids if gid not in known}
+    gates = {**(rt.repo.get_many(missing) if missing else {}), **known}
+    done = [(sid, list(ids)) for sid, ids in submissions if _publish_one(rt, sid, ids, gates)]
+    rt.repo.mark_published_many(done, rt.actor, f"queue={rt.allowed.location}")
+
+
+def publish_allowed(
+    rt: Runtime, submission_id: str, gate_ids: Sequence[str], known: Sequence[Gate] = ()
+) -> None:
+    """Publish an artifact allowed under every policy it was submitted under."""
+    publish_submissions(rt, [(submission_id, gate_ids)], {g.id: g for g in known})
+
+
+def _publish_one(rt: Runtime, submission_id: str, gate_ids: Sequence[str], gates: dict[str, Gate]) -> bool:
+    ordered = [gates[g] for g in gate_ids if g in gates]
+    if len(ordered) != len(gate_ids) or any(g.status != "allow" for g in ordered):
+        return False
+    reports = [json.loads(g.report or "{}") for g in ordered]
+    first = ordered[0]
+    rt.allowed.publish(
+        {
+            "gate_id": first.id,
+            "submission_id": submission_id,
+            "gate_ids": list(gate_ids),
+            "sha256": first.sha256,
+            "object_key": first.object_key,
+            "object_store": rt.store.location,
+            "policies": [g.policy_id for g in ordered],
+            "report": reports[0],
+            "reports": reports,
+        },
+        message_id=submission_id,
+    )
+    return True
+
+
+def fail(rt: Runtime, gate_id: str, reason: str) -> Report | None:
+    """Send a gate to review because the gate itself failed (fail closed)."""
+    return fail_many(rt, [(gate_id, reason)]).get(gate_id)
+
+
+def fail_many(rt: Runtime, failures: Sequence[tuple[str, str]]) -> dict[str, Report]:
+    """Send each gate to review with its own reason (fail closed)."""
+    for gate_id, reason in failures:
+        log.warning("gate_failed", gate_id=gate_id, reason=reason)
+    empty = PrecheckResult(verdict="harmless")
+    return decide_many(rt, {gid: Pending(empty, [], 0.0, reason) for gid, reason in failures})

@@ -1,0 +1,1 @@
+"""The Celery layer: the app, its tasks and worker hooks. The only package that imports celery."""

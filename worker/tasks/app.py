@@ -1,0 +1,54 @@
+"""The Celery app factory: crash-safe defaults, an eager mode for the embedded default."""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from worker.settings import Settings
+
+
+def create_app(settings: Settings, eager: bool | None = None) -> Celery:
+    """Build the Celery app. ``eager`` runs the same task graph in-process."""
+    eager = settings.embedded if eager is None else eager
+    if eager:
+        broker, backend = "memory://", "cache+memory://"
+    else:
+        broker, backend = settings.require_broker(), settings.backend_url()
+    app = Celery("canary", broker=broker, backend=backend, include=["worker.tasks.gate"])
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_soft_time_limit=settings.soft_time_limit_s,
+        task_time_limit=settings.hard_time_limit_s,
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout},
+        result_backend_transport_options={"visibility_timeout": settings.visibility_timeout},
+        result_expires=settings.result_expires_s,
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        task_default_queue=settings.task_queue,
+        worker_send_task_events=settings.task_events,
+        worker_disable_rate_limits=True,  # no task has a rate limit; skips the bucket bookkeeping
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+        beat_schedule={
+            "canary-sweep": {"task": "canary.sweep", "schedule": settings.sweep_interval_s},
+        },
+        task_always_eager=eager,
+        task_eager_propagates=eager,
+    )
+    app.canary_settings = settings
+    if not eager and settings.preload:
+        from celery.signals import worker_init
+
+        from worker.tasks.preload import on_worker_init
+
+        worker_init.connect(on_worker_init, weak=False, dispatch_uid="canary-preload")
+    if not eager:
+        from worker.adapters.metrics import connect_worker_exporter
+
+        connect_worker_exporter()  # the main process serves /metrics when CANARY_METRICS_PORT != 0
+    import worker.tasks.gate  # noqa: F401  (registers the shared tasks on this app)
+
+    return app
