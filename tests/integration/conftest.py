@@ -45,7 +45,7 @@ def moto_endpoint() -> Iterator[str]:
 
 @pytest.fixture()
 def service_env(moto_endpoint: str, tmp_path: Path) -> Iterator[dict[str, str]]:
-    """Environment pointing Canary Gate at fresh Redis dbs, a clean Postgres schema and new buckets."""
+    """Environment pointing Canary Gate at the test Redis db (wiped), a clean Postgres schema and new buckets."""
     broker = redis_url()
     require(check_redis(broker) is None, f"redis: {check_redis(broker)}")
     db = database_url()
@@ -55,10 +55,10 @@ def service_env(moto_endpoint: str, tmp_path: Path) -> Iterator[dict[str, str]]:
 
     from worker.adapters.db import make_engine
 
-    base = broker.rsplit("/", 1)[0]
-    broker_url, backend_url = f"{base}/13", f"{base}/14"
-    for url in (broker_url, backend_url):
-        redis.Redis.from_url(url).flushdb()
+    # Broker and result backend share the one configured Redis db (their keys never collide):
+    # the tests wipe that db and nothing else, so a shared machine keeps its other data.
+    broker_url = backend_url = broker
+    redis.Redis.from_url(broker_url).flushdb()
     engine = make_engine(db)
     with engine.begin() as conn:
         conn.execute(text("TRUNCATE gates, submissions, audit_events"))
