@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import yaml
 
-from policies.schema import HarmPolicy
+from worker.core.policy import HarmPolicy
 
 POLICY_DIR = Path(__file__).resolve().parent
 RULES_DIR = POLICY_DIR / "rules"

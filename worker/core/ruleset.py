@@ -28,11 +28,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from policies.loader import RULES_DIR, ruleset_content
-from policies.schema import HarmPolicy
 from worker.core.diff import Diff
 from worker.core.errors import ConfigError
 from worker.core.literals import hyperscan, scan
 from worker.core.normalize import near_rtl
+from worker.core.policy import HarmPolicy
 
 __all__ = [
     "CHECKS",

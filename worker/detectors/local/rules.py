@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies.schema import HarmPolicy
 from worker.core.detector import Artifact, verdict_output
 from worker.core.errors import ConfigError
 from worker.core.models import Answer, Coverage, Verdict
+from worker.core.policy import HarmPolicy
 from worker.core.precheck import scan_policy
 from worker.core.ruleset import load_ruleset
 
