@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from policies.loader import load_policy
+from policies.loader import load_policy, load_ruleset
 from worker.core.precheck import run_precheck, unglue_escapes
-from worker.core.ruleset import load_ruleset
 
 POLICY = load_policy("malicious-package")
 INJECTION = load_policy("prompt-injection")

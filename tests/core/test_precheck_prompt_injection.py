@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from policies.loader import load_policy
+from policies.loader import load_policy, load_ruleset
 from worker.core.errors import ConfigError
 from worker.core.precheck import run_precheck, scan_rules
-from worker.core.ruleset import Rule, Ruleset, compile_ruleset, load_ruleset
+from worker.core.ruleset import Rule, Ruleset, compile_ruleset
 
 POLICY = load_policy("prompt-injection")
 PHRASE = "ignore all previous instructions"
