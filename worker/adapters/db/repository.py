@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, cast
 
-from sqlalchemy import ColumnElement, event, exists, insert, update
+from sqlalchemy import ColumnElement, event, exists, insert, text, update
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection, CursorResult, Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
@@ -264,6 +264,18 @@ class GateRepo:
             publish = self._resolve_submissions(conn, set(won.values())) if won else []
         return set(won), publish
 
+    @translated
+    def add_audit(self, events: Sequence[tuple[str, str, str]], actor: str) -> None:
+        """Append audit rows ``(gate id, event, detail)`` in one transaction."""
+        with self.engine.begin() as conn:
+            self._audit_many(conn, events, actor)
+
+    @translated
+    def ping(self) -> None:
+        """One round trip to the database (a readiness probe)."""
+        with self.engine.connect() as conn:
+            conn.execute(text("select 1"))
+
     def _audit_many(self, conn: Connection, events: Sequence[tuple[str, str, str]], actor: str) -> None:
         if not events:
             return
@@ -413,9 +425,8 @@ class GateRepo:
     def _reopen_submissions(self, session: Session, sha256: str) -> list[tuple[str, list[str]]]:
         """Submissions of this artifact that are now allowed under every policy."""
         ready: list[tuple[str, list[str]]] = []
-        subs = session.exec(
-            select(Submission).where(Submission.sha256 == sha256, Submission.published == False)
-        )  # noqa: E712
+        unpublished = Submission.published == False  # noqa: E712 - a SQL expression, not a test
+        subs = session.exec(select(Submission).where(Submission.sha256 == sha256, unpublished))
         for sub in subs.all():
             statuses = [g.status for g in session.exec(select(Gate).where(col(Gate.id).in_(sub.gates)))]
             if len(statuses) == len(sub.gates) and all(s == GateStatus.allow for s in statuses):
