@@ -41,6 +41,7 @@ def traced_worker() -> None:
     from celery.signals import task_postrun, task_prerun
 
     import worker.adapters.db as db
+    import worker.pipeline.routing as routing
     import worker.pipeline.steps as gate
     import worker.tasks.gate as tasks
     from worker.cli import main
@@ -63,8 +64,9 @@ def traced_worker() -> None:
 
     for name in ("begin_many", "precheck_step", "fan_out", "detect_many", "decide_many"):
         timed(tasks, name)
-    for name in ("route_many", "publish_submissions", "judge", "load_artifact"):
+    for name in ("route_many", "judge", "load_artifact"):
         timed(gate, name)
+    timed(routing, "publish_submissions")
     for name in ("get_many", "finish_many", "start_many", "mark_published_many"):
         timed(db.GateRepo, name)
     starts: dict[str, float] = {}

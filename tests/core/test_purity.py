@@ -27,7 +27,6 @@ FILE_MODULES = frozenset({"os", "io", "shutil", "glob", "tempfile", "resources"}
 # issue #23 to move that import into the Celery layer.
 CELERY_LEFTOVERS = {
     "worker/adapters/metrics.py": "hooks a celery signal; the hook moves into worker/tasks",
-    "worker/pipeline/steps.py": "catches celery's SoftTimeLimitExceeded in detect_step",
 }
 
 

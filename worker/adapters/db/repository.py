@@ -292,14 +292,21 @@ class GateRepo:
             stmt = stmt.with_for_update()
         return session.exec(stmt).first()
 
-    def _resolve_submissions(self, conn: Connection, sha256s: Iterable[str]) -> list[Submission]:
-        """Close the pending submissions of these artifacts whose gates are all decided."""
+    def _resolve_submissions(
+        self, conn: Connection, sha256s: Iterable[str], reopen: bool = False
+    ) -> list[Submission]:
+        """Settle the submissions of these artifacts whose gates are all decided: ``allow`` when
+        every gate allows, else ``blocked``. Returns those now allowed (to publish).
+
+        The one home of submission resolution. By default it looks at the pending submissions
+        (a gate was just decided); ``reopen`` looks at every unpublished one instead (a person
+        released a gate, which can turn a blocked submission into an allowed one).
+        """
         subs_t = Submission.__table__  # type: ignore[attr-defined]
         gates_t = Gate.__table__  # type: ignore[attr-defined]
+        which = subs_t.c.published.is_(False) if reopen else subs_t.c.status == "pending"
         stmt = (
-            core_select(subs_t)
-            .where(subs_t.c.sha256.in_(sorted(set(sha256s))), subs_t.c.status == "pending")
-            .order_by(subs_t.c.id)
+            core_select(subs_t).where(subs_t.c.sha256.in_(sorted(set(sha256s))), which).order_by(subs_t.c.id)
         )
         if self._locks:
             stmt = stmt.with_for_update()
@@ -316,9 +323,11 @@ class GateRepo:
             got = [statuses.get(gid) for gid in sub.gates]
             if any(s not in TERMINAL_STATUSES for s in got):
                 continue
-            sub.status = "allow" if all(s == GateStatus.allow for s in got) else "blocked"
-            closed.setdefault(sub.status, []).append(sub.id)
-            if sub.status == "allow":
+            status = "allow" if all(s == GateStatus.allow for s in got) else "blocked"
+            if status != sub.status:
+                closed.setdefault(status, []).append(sub.id)
+            sub.status = status
+            if status == "allow":
                 ready.append(sub)
         for status, ids in closed.items():  # one statement per outcome, not per submission
             conn.execute(update(subs_t).where(subs_t.c.id.in_(ids)).values(status=status))
@@ -393,10 +402,10 @@ class GateRepo:
             return list(session.exec(stmt.order_by(col(Gate.updated_at)).limit(limit)).all())
 
     @translated
-    def record_review(self, review: Review, actor: str, sha256: str) -> list[tuple[str, list[str]]] | None:
+    def record_review(self, review: Review, actor: str, sha256: str) -> list[Submission] | None:
         """Record a person's decision if the gate is still in ``review.was``, with its audit row.
 
-        Returns the submissions (id, gate ids) of this artifact now allowed under every policy, or
+        Returns the submissions of this artifact now allowed under every policy (to publish), or
         ``None`` when the gate left ``was`` meanwhile (nothing recorded).
         """
         with Session(self.engine) as session:
@@ -418,19 +427,7 @@ class GateRepo:
             if not changed:
                 return None
             self._audit(session, review.gate_id, f"{REVIEWED}{review.decision}", actor, review.note)
-            ready = self._reopen_submissions(session, sha256) if review.decision == GateStatus.allow else []
+            reopened = review.decision == GateStatus.allow
+            ready = self._resolve_submissions(session.connection(), [sha256], reopen=True) if reopened else []
             session.commit()
-        return ready
-
-    def _reopen_submissions(self, session: Session, sha256: str) -> list[tuple[str, list[str]]]:
-        """Submissions of this artifact that are now allowed under every policy."""
-        ready: list[tuple[str, list[str]]] = []
-        unpublished = Submission.published == False  # noqa: E712 - a SQL expression, not a test
-        subs = session.exec(select(Submission).where(Submission.sha256 == sha256, unpublished))
-        for sub in subs.all():
-            statuses = [g.status for g in session.exec(select(Gate).where(col(Gate.id).in_(sub.gates)))]
-            if len(statuses) == len(sub.gates) and all(s == GateStatus.allow for s in statuses):
-                sub.status = "allow"
-                session.add(sub)
-                ready.append((sub.id, sub.gates))
         return ready
