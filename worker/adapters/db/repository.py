@@ -13,10 +13,10 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar, cast
 
-from sqlalchemy import ColumnElement, event, exists, insert, text, update
+from sqlalchemy import ColumnElement, event, exists, func, insert, text, update
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection, CursorResult, Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
@@ -97,6 +97,24 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, pool_size=5, max_overflow=5, pool_recycle=1800)
     SQLModel.metadata.create_all(engine)
     return engine
+
+
+def make_reader_engine(url: str) -> Engine:
+    """A lazily connecting engine for scrapes: a database that is down at start-up is no error."""
+    if url.startswith("sqlite"):
+        return create_engine(url, connect_args={"check_same_thread": False, "timeout": 5})
+    return create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=1)
+
+
+def _aware(value: Any) -> datetime | None:
+    """A database timestamp as an aware UTC datetime (SQLite may hand back strings or naive values)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -391,6 +409,41 @@ class GateRepo:
         with Session(self.engine, expire_on_commit=False) as session:
             stmt = select(AuditEvent).where(AuditEvent.gate_id == gate_id).order_by(col(AuditEvent.id))
             return list(session.exec(stmt).all())
+
+    def create_tables(self) -> None:
+        """Create the tables a fresh database lacks (what ``make_engine`` does on start-up)."""
+        SQLModel.metadata.create_all(self.engine)
+
+    def snapshot(self, now: datetime) -> dict[str, Any]:
+        """The gate table in a handful of aggregate queries, for the metrics collector: gates per
+        status, the oldest open gate's age, overdue gates, most attempts of an open gate,
+        decisions per policy, quarantined gates no person has reviewed. Errors are not
+        translated: the collector reports any failure as ``canary_gate_database_up 0``."""
+        table = Gate.__table__  # type: ignore[attr-defined]
+        is_open = table.c.status.in_(OPEN_STATUSES)
+        with self.engine.connect() as conn:
+            statuses = conn.execute(core_select(table.c.status, func.count()).group_by(table.c.status)).all()
+            oldest, attempts = conn.execute(
+                core_select(func.min(table.c.created_at), func.max(table.c.attempts)).where(is_open)
+            ).one()
+            late = conn.execute(core_select(func.count()).where(is_open, table.c.deadline < now)).scalar_one()
+            unreviewed = conn.execute(
+                core_select(func.count()).where(table.c.status == GateStatus.quarantine, not_reviewed())
+            ).scalar_one()
+            decisions = conn.execute(
+                core_select(table.c.policy_id, table.c.decision, func.count())
+                .where(table.c.decision.is_not(None))
+                .group_by(table.c.policy_id, table.c.decision)
+            ).all()
+        started = _aware(oldest)
+        return {
+            "statuses": {str(status): int(n) for status, n in statuses},
+            "oldest_age_s": max(0.0, (now - started).total_seconds()) if started else 0.0,
+            "overdue": int(late or 0),
+            "attempts_max_open": int(attempts or 0),
+            "decisions": [(str(p), str(d), int(n)) for p, d, n in decisions],
+            "unreviewed_quarantine": int(unreviewed or 0),
+        }
 
     @translated
     def waiting(self, status: GateStatus, limit: int = 100) -> list[Gate]:
