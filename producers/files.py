@@ -23,9 +23,10 @@ from producers.registry import (
     fetch_archives,
     is_spec,
 )
+from worker.core.errors import UsageError
 
 
-class InputError(Exception):
+class InputError(UsageError):
     """An input given on the command line cannot be read."""
 
 

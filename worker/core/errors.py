@@ -1,16 +1,35 @@
-"""Exceptions of Canary Gate, under one root. Each survives a pickle round trip.
+"""Exceptions of Canary Gate, under one root. Each survives a pickle round trip (Celery
+pickles task errors), extra attributes included.
 
     CanaryError
-    ├── ConfigError          a developer/operator mistake: refuse to start
-    ├── StorageError         the object store or database failed
-    └── DetectorError        a detector failed; carries the ErrorKind of its invalid vote
-        ├── DetectorTimeout
-        └── DetectorCompromised
+    ├── ConfigError                 a mistake in the set-up (settings, policy, detector options):
+    │   │                           fix it, retrying cannot help; the process refuses to start
+    │   └── PolicyError             a policy cannot be found, read or validated, or changed
+    │                               since its gate was submitted
+    ├── UsageError                  a mistake in one request: say it in one line, go on
+    │   ├── InputError              an input given to a producer cannot be read
+    │   ├── EvalInputError          ``canary eval`` was given records or a setup it cannot use
+    │   └── ReviewError             the gate is unknown or not waiting for review
+    ├── StorageError                the object store or database failed (may work on a retry)
+    ├── ArtifactCorruptError        stored bytes do not hash to the gate's sha256: never classified
+    ├── RegistryError               a release could not be fetched, verified or opened
+    └── DetectorError               a detector could not answer; carries the ErrorKind of its vote
+        ├── DetectorTimeoutError    it ran past its budget
+        ├── DetectorCompromisedError  its answer shows the artifact took it over
+        └── BackendError            a model API answered an error status or could not be reached
 
+Mistakes (``ConfigError``, ``UsageError``) are kept apart from runtime failures (the rest).
+The classes outside this module are defined where they are raised and subclass one here:
+``PolicyError`` (:mod:`policies.loader`), ``InputError`` (:mod:`producers.files`),
+``EvalInputError`` (:mod:`worker.evaluation.inputs`), ``ReviewError`` (:mod:`worker.pipeline.review`),
+``ArtifactCorruptError`` (:mod:`worker.pipeline.steps`), ``RegistryError`` (:mod:`producers.registry`),
+``BackendError`` (:mod:`worker.detectors.llm.http`).
 Detector failures never escape the detect task: they become invalid votes.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from worker.core.models import ErrorKind
 
@@ -21,6 +40,10 @@ class CanaryError(Exception):
 
 class ConfigError(CanaryError):
     """Settings or policy are wrong; the process should refuse to start."""
+
+
+class UsageError(CanaryError):
+    """One request (an input, a command's arguments) is wrong; the rest goes on."""
 
 
 class StorageError(CanaryError):
@@ -38,13 +61,18 @@ class DetectorError(CanaryError):
         if kind is not None:
             self.kind = ErrorKind(kind)
 
-    def __reduce__(self) -> tuple[type[DetectorError], tuple[str, str]]:
-        return (type(self), (self.message, self.kind.value))
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The message, then every attribute: its own kind, a subclass's extra fields.
+        return (type(self), (self.message,), dict(vars(self)))
 
 
-class DetectorTimeout(DetectorError):
+class DetectorTimeoutError(DetectorError):
+    """The detector ran past its time budget."""
+
     kind = ErrorKind.timeout
 
 
-class DetectorCompromised(DetectorError):
+class DetectorCompromisedError(DetectorError):
+    """The detector's answer shows the artifact took it over (a leaked canary, a broken fence)."""
+
     kind = ErrorKind.detector_compromised
