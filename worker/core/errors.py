@@ -2,28 +2,35 @@
 pickles task errors), extra attributes included.
 
     CanaryError
-    ├── ConfigError                 a mistake in the set-up (settings, policy, detector options):
-    │   │                           fix it, retrying cannot help; the process refuses to start
-    │   └── PolicyError             a policy cannot be found, read or validated, or changed
-    │                               since its gate was submitted
-    ├── UsageError                  a mistake in one request: say it in one line, go on
-    │   ├── InputError              an input given to a producer cannot be read
-    │   ├── EvalInputError          ``canary eval`` was given records or a setup it cannot use
-    │   └── ReviewError             the gate is unknown or not waiting for review
-    ├── StorageError                the object store or database failed (may work on a retry)
-    ├── ArtifactCorruptError        stored bytes do not hash to the gate's sha256: never classified
-    ├── RegistryError               a release could not be fetched, verified or opened
-    └── DetectorError               a detector could not answer; carries the ErrorKind of its vote
-        ├── DetectorTimeoutError    it ran past its budget
+    ├── ConfigError                   a mistake in the set-up (settings, policy, options): fix
+    │   │                             it, a retry cannot help; the process refuses to start
+    │   └── PolicyError               a policy cannot be found, read or validated, or changed
+    │                                 since its gate was submitted (policies.loader)
+    ├── UsageError                    a mistake in one request: say it in one line, go on
+    │   ├── InputError                an input named on the command line cannot be read (producers.files)
+    │   ├── RowError                  one row of a table cannot be read (producers.tables)
+    │   ├── FieldError                a --field mapping is malformed; also a ValueError (producers.tables)
+    │   ├── EvalInputError            `canary eval` got records or a setup it cannot use (worker.evaluation)
+    │   ├── ReviewError               the gate is unknown or not waiting for review (worker.pipeline.review)
+    │   ├── BadRequestError           an intake request cannot be gated as sent (worker.web.body)
+    │   ├── UnauthorizedError         an intake request carries no accepted token (worker.web.intake)
+    │   └── KeyReusedError            an Idempotency-Key came back with another request (worker.web)
+    ├── StorageError                  the object store failed (may work on a retry)
+    ├── DatabaseError                 the gate database refused a statement
+    │   └── DatabaseUnavailableError  it could not be reached (a restart): retry later
+    ├── ArtifactCorruptError          stored bytes do not hash to the gate's sha256: never
+    │                                 classified (worker.pipeline.steps)
+    ├── RegistryError                 a release could not be fetched, verified or opened
+    │                                 (producers.registry)
+    └── DetectorError                 a detector could not answer; carries its vote's ErrorKind
+        ├── DetectorTimeoutError      it ran past its budget
         ├── DetectorCompromisedError  its answer shows the artifact took it over
-        └── BackendError            a model API answered an error status or could not be reached
+        └── BackendError              a model API answered an error or could not be reached
+                                      (worker.detectors.llm.http)
 
 Mistakes (``ConfigError``, ``UsageError``) are kept apart from runtime failures (the rest).
-The classes outside this module are defined where they are raised and subclass one here:
-``PolicyError`` (:mod:`policies.loader`), ``InputError`` (:mod:`producers.files`),
-``EvalInputError`` (:mod:`worker.evaluation.inputs`), ``ReviewError`` (:mod:`worker.pipeline.review`),
-``ArtifactCorruptError`` (:mod:`worker.pipeline.steps`), ``RegistryError`` (:mod:`producers.registry`),
-``BackendError`` (:mod:`worker.detectors.llm.http`).
+A class is defined where it is raised (the module in parentheses; here if none) and subclasses
+one of the classes here; tests/shell/test_exception_tree.py checks every product exception.
 Detector failures never escape the detect task: they become invalid votes.
 """
 
@@ -47,7 +54,15 @@ class UsageError(CanaryError):
 
 
 class StorageError(CanaryError):
-    """Reading or writing artifact bytes or gate rows failed."""
+    """Reading or writing artifact bytes failed."""
+
+
+class DatabaseError(CanaryError):
+    """A statement on the gate database failed (the repository translates the driver's errors)."""
+
+
+class DatabaseUnavailableError(DatabaseError):
+    """The gate database could not be reached or dropped the connection: worth a retry."""
 
 
 class DetectorError(CanaryError):
