@@ -22,6 +22,8 @@ pickles task errors), extra attributes included.
     │                                 classified (worker.pipeline.steps)
     ├── RegistryError                 a release could not be fetched, verified or opened
     │                                 (producers.registry)
+    ├── MailError                     a mailbox cannot be read: address, login, TLS, folder
+    │                                 (producers.mail)
     └── DetectorError                 a detector could not answer; carries its vote's ErrorKind
         ├── DetectorTimeoutError      it ran past its budget
         ├── DetectorCompromisedError  its answer shows the artifact took it over
