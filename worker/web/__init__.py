@@ -1,0 +1,1 @@
+"""HTTP apps: the intake server and the review app."""
