@@ -446,8 +446,13 @@ from worker.adapters.metrics import metrics_command  # noqa: E402
 
 app.command("metrics")(metrics_command)
 
-from worker.web.review.commands import add_user_command, serve_command, token_command  # noqa: E402
+from worker.web.serve import serve_command  # noqa: E402
 
-review_app.command("serve")(serve_command)
+app.command("serve")(serve_command)
+
+from worker.web.review.commands import add_user_command, token_command  # noqa: E402
+from worker.web.review.commands import serve_command as review_serve_command  # noqa: E402
+
+review_app.command("serve")(review_serve_command)
 review_app.command("add-user")(add_user_command)
 review_app.command("token")(token_command)

@@ -57,6 +57,10 @@ class Settings(BaseSettings):
     review_secret: SecretStr | None = None
     review_trusted_header: str | None = None
     review_token: SecretStr | None = None
+    # HTTP intake (``canary serve``, worker.web.intake): bearer tokens, comma-separated; with none
+    # the server listens on loopback only. Bodies over ``max_request_bytes`` are refused (413).
+    api_tokens: str = ""
+    max_request_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
@@ -72,6 +76,10 @@ class Settings(BaseSettings):
     def embedded(self) -> bool:
         """No broker configured: run the task graph in-process."""
         return self.broker_url is None
+
+    @property
+    def api_token_list(self) -> list[str]:
+        return [t.strip() for t in self.api_tokens.split(",") if t.strip()]
 
     @property
     def visibility_timeout(self) -> float:

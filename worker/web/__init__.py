@@ -1,1 +1,1 @@
-"""HTTP apps: the intake server and the review app."""
+"""HTTP apps: the intake server (``canary serve``) and the review app."""
