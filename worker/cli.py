@@ -34,6 +34,19 @@ PolicyOpt = Annotated[
     typer.Option("--policy", "-p", help="Policy id or YAML path; repeat to gate under several."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
+FieldOpt = Annotated[
+    list[str] | None,
+    typer.Option("--field", help="jsonl:/csv: rows: content=FIELD (repeatable), source=FIELD."),
+]
+
+
+def _fields(field: list[str] | None, settings: Any) -> dict[str, list[str]]:
+    from producers.tables import FieldError, parse_fields
+
+    try:
+        return parse_fields(field or [settings.table_fields])
+    except FieldError as exc:
+        raise _usage(str(exc)) from exc
 
 
 def _usage(message: str) -> typer.Exit:
@@ -81,6 +94,7 @@ def scan(
     paths: Annotated[list[str], typer.Argument(help="Files, folders, or - for stdin.")],
     policy: PolicyOpt = None,
     json_out: JsonOpt = False,
+    field: FieldOpt = None,
 ) -> None:
     """Gate files now with the embedded default (no services needed).
 
@@ -94,13 +108,15 @@ def scan(
 
     policies = _policies(policy)
     names = _inputs(paths)
-    gate = EmbeddedGate(_settings())
+    settings = _settings()
+    fields = _fields(field, settings)
+    gate = EmbeddedGate(settings)
     err = Console(stderr=True)
     rows: list[tuple[str, Any]] = []
     failed: list[str] = []
     with Progress(console=err, transient=True, disable=len(names) < 2 or not err.is_terminal) as bar:
         task = bar.add_task("gating", total=len(names))
-        for name, data in read_inputs(names, failed):
+        for name, data in read_inputs(names, failed, fields=fields):
             submitted = gate.submit(data, policies, source=name)
             rows.extend((name, g) for g in submitted.gates)
             bar.advance(task)
@@ -151,6 +167,7 @@ def submit(
     paths: Annotated[list[str], typer.Argument(help="Files, folders, or - for stdin.")],
     policy: PolicyOpt = None,
     json_out: JsonOpt = False,
+    field: FieldOpt = None,
 ) -> None:
     """Store artifacts, create their gates and enqueue them on the configured broker.
 
@@ -165,6 +182,7 @@ def submit(
     policies = _policies(policy)
     names = _inputs(paths)
     settings = _settings()
+    fields = _fields(field, settings)
     try:
         celery_app = create_app(settings, eager=False)
     except ConfigError as exc:
@@ -178,7 +196,7 @@ def submit(
             # subscribes to a result channel per message it sends.
             celery_app.send_task("canary.precheck", (gate_ids,), producer=producer, ignore_result=True)
 
-        submitted = submit_many(rt, read_inputs(names, failed), policies, enqueue_batch)
+        submitted = submit_many(rt, read_inputs(names, failed, fields=fields), policies, enqueue_batch)
     for sub in submitted:
         for gate, new in zip(sub.gates, sub.created, strict=True):
             if json_out:

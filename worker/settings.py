@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     # the server listens on loopback only. Bodies over ``max_request_bytes`` are refused (413).
     api_tokens: str = ""
     max_request_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    # jsonl:/csv: inputs: which fields are a row's content and source (producers.tables), e.g.
+    # "content=body,source=id"; `--field` on the command line replaces it.
+    table_fields: str = ""
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
