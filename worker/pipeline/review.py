@@ -18,7 +18,7 @@ allows it.
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from worker.adapters.db import Gate, GateStatus, Review, utcnow
 from worker.core.normalize import INVISIBLE
@@ -54,7 +54,7 @@ def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, not
     if was == GateStatus.quarantine and decision == "allow" and not note.strip():
         raise ReviewError("releasing a quarantined gate needs a note saying why (--note)")
     approval: dict[str, Any] | None = {}
-    if was == "quarantine" and decision == "allow":
+    if was == GateStatus.quarantine and decision == "allow":
         try:
             approval = release_approval(rt, gate, person, note)
         except SecondReviewerError as exc:

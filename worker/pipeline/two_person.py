@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlmodel import Session
-
 from worker.adapters.db import REVIEWED, AuditEvent, Gate
 from worker.pipeline.runtime import Runtime
 
@@ -57,9 +55,7 @@ def release_approval(rt: Runtime, gate: Gate, person: str, note: str) -> dict[st
         return {}
     request = release_request(rt, gate.id)
     if request is None:
-        with Session(rt.repo.engine) as session:
-            rt.repo.audit(session, gate.id, RELEASE_REQUESTED, f"{PERSON}{person}", note)
-            session.commit()
+        rt.repo.add_audit([(gate.id, RELEASE_REQUESTED, note)], f"{PERSON}{person}")
         return None
     if request.actor == f"{PERSON}{person}":
         raise SecondReviewerError(
