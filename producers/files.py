@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 
+from producers.mail import MailError, MailOptions, is_mailbox, read_mailbox
 from producers.registry import (
     RegistryError,
     ReleaseArchives,
@@ -121,7 +122,7 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
     """
     out: list[str] = []
     for raw in paths:
-        if raw == "-" or (is_spec(raw) and not Path(raw).exists()):
+        if raw == "-" or is_mailbox(raw) or (is_spec(raw) and not Path(raw).exists()):
             out.append(raw)
             continue
         container = _container(raw)
@@ -222,6 +223,15 @@ def _member(
     yield row
 
 
+def _mailbox(name: str, errors: list[str] | None, options: MailOptions) -> Iterator[tuple[str, bytes]]:
+    try:
+        yield from read_mailbox(name, errors, options)
+    except MailError as exc:
+        if errors is None:
+            raise InputError(str(exc)) from exc
+        errors.append(str(exc))
+
+
 def read_inputs(
     paths: Sequence[str],
     errors: list[str] | None = None,
@@ -229,6 +239,7 @@ def read_inputs(
     download: Callable[[httpx.Client, str], ReleaseArchives] = fetch_archives,
     diff: Callable[[ReleaseArchives], ReleaseDiff] = diff_archives,
     fields: Fields | None = None,
+    mail: MailOptions | None = None,
 ) -> Iterator[tuple[str, bytes]]:
     """Yield ``(source name, bytes)`` for each expanded input, in order.
 
@@ -238,6 +249,8 @@ def read_inputs(
     :class:`InputError`, or, when ``errors`` is given, is recorded there and the batch goes on
     (the caller reports it and exits non-zero). So is a table row that does not parse
     (``intake_failed`` with its line, see :mod:`producers.tables`); ``fields`` maps table rows.
+    A live mailbox (``imaps://...``, :mod:`producers.mail`) yields its unmarked messages and marks
+    each when the next item is asked for: the caller must register an item before asking again.
     """
     names = iter(paths)
     ahead: deque[tuple[str, Future[ReleaseDiff] | None]] = deque()
@@ -254,6 +267,9 @@ def read_inputs(
             if not ahead:
                 return
             name, fetching = ahead.popleft()
+            if fetching is None and is_mailbox(name):
+                yield from _mailbox(name, errors, mail or MailOptions())
+                continue
             if fetching is None:
                 where, _, key = name.rpartition("#")
                 container = _container(where) if where else None

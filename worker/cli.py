@@ -104,6 +104,7 @@ def scan(
     from rich.progress import Progress
 
     from producers.files import read_inputs
+    from producers.mail import options_from
     from worker.tasks.embedded import EmbeddedGate
 
     policies = _policies(policy)
@@ -116,7 +117,7 @@ def scan(
     failed: list[str] = []
     with Progress(console=err, transient=True, disable=len(names) < 2 or not err.is_terminal) as bar:
         task = bar.add_task("gating", total=len(names))
-        for name, data in read_inputs(names, failed, fields=fields):
+        for name, data in read_inputs(names, failed, fields=fields, mail=options_from(settings)):
             submitted = gate.submit(data, policies, source=name)
             rows.extend((name, g) for g in submitted.gates)
             bar.advance(task)
@@ -174,6 +175,7 @@ def submit(
     Artifacts given together are enqueued together, ``CANARY_BATCH_SIZE`` gates per message.
     """
     from producers.files import read_inputs
+    from producers.mail import options_from
     from worker.core.errors import ConfigError
     from worker.pipeline.intake import submit_many
     from worker.pipeline.runtime import build_runtime
@@ -196,7 +198,12 @@ def submit(
             # subscribes to a result channel per message it sends.
             celery_app.send_task("canary.precheck", (gate_ids,), producer=producer, ignore_result=True)
 
-        submitted = submit_many(rt, read_inputs(names, failed, fields=fields), policies, enqueue_batch)
+        submitted = submit_many(
+            rt,
+            read_inputs(names, failed, fields=fields, mail=options_from(settings)),
+            policies,
+            enqueue_batch,
+        )
     for sub in submitted:
         for gate, new in zip(sub.gates, sub.created, strict=True):
             if json_out:

@@ -64,6 +64,11 @@ class Settings(BaseSettings):
     # jsonl:/csv: inputs: which fields are a row's content and source (producers.tables), e.g.
     # "content=body,source=id"; `--field` on the command line replaces it.
     table_fields: str = ""
+    # imaps:// inputs (producers.mail): the variable holding the password, a CA file to verify the
+    # server against (default: the system's), and the largest message gated.
+    mail_password_env: str = "CANARY_MAIL_PASSWORD"
+    mail_ca_file: str | None = None
+    mail_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
