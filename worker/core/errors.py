@@ -14,7 +14,11 @@ pickles task errors), extra attributes included.
     │   ├── ReviewError               the gate is unknown or not waiting for review (worker.pipeline.review)
     │   ├── BadRequestError           an intake request cannot be gated as sent (worker.web.body)
     │   ├── UnauthorizedError         an intake request carries no accepted token (worker.web.intake)
-    │   └── KeyReusedError            an Idempotency-Key came back with another request (worker.web)
+    │   ├── KeyReusedError            an Idempotency-Key came back with another request (worker.web)
+    │   ├── IdentityError             a reviewer name, password or token is unacceptable
+    │   │                             (worker.adapters.reviewers)
+    │   └── SecondReviewerError       the reviewer who asked for a release approved it too
+    │                                 (worker.pipeline.two_person)
     ├── StorageError                  the object store failed (may work on a retry)
     ├── DatabaseError                 the gate database refused a statement
     │   └── DatabaseUnavailableError  it could not be reached (a restart): retry later

@@ -24,6 +24,7 @@ import structlog
 from policies import HarmPolicy, load_policy
 from policies.loader import PolicyError
 from worker.adapters.db import Gate, GateStatus, Outcome, utcnow
+from worker.adapters.signing import sign_allowed
 from worker.adapters.storage import sha256_hex
 from worker.core.detector import Artifact, cast_vote, error_vote
 from worker.core.errors import CanaryError, DetectorError, StorageError
@@ -380,6 +381,8 @@ def _publish_one(rt: Runtime, submission_id: str, gate_ids: Sequence[str], gates
             "submission_id": submission_id,
             "gate_ids": list(gate_ids),
             "sha256": first.sha256,
+            "decision": "allow",
+            "signature": sign_allowed(rt.settings, submission_id, first.sha256),
             "object_key": first.object_key,
             "object_store": rt.store.location,
             "policies": [g.policy_id for g in ordered],
