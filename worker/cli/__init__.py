@@ -10,6 +10,8 @@ import typer
 from worker.cli import gate, ops
 from worker.cli.ops import flower_argv
 from worker.cli.review import review_app
+from worker.web.review.commands import add_user_command, token_command
+from worker.web.review.commands import serve_command as review_serve_command
 from worker.web.serve import serve_command
 
 app = typer.Typer(
@@ -39,6 +41,9 @@ app.command(context_settings=PASSES_ARGS)(ops.worker)
 app.command(context_settings=PASSES_ARGS)(ops.beat)
 app.command(context_settings=PASSES_ARGS)(ops.flower)
 app.command()(ops.sweep)
+review_app.command("serve")(review_serve_command)
+review_app.command("add-user")(add_user_command)
+review_app.command("token")(token_command)
 app.add_typer(review_app, name="review")
 app.command("eval")(ops.eval_command)
 app.command("metrics")(ops.metrics)

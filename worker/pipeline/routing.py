@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import structlog
 
 from worker.adapters.db import Gate, GateStatus, Outcome
+from worker.adapters.signing import sign_allowed
 from worker.core.models import Report
 from worker.pipeline.runtime import Runtime
 
@@ -89,6 +90,8 @@ def _publish_one(rt: Runtime, submission_id: str, gate_ids: Sequence[str], gates
             "submission_id": submission_id,
             "gate_ids": list(gate_ids),
             "sha256": first.sha256,
+            "decision": "allow",
+            "signature": sign_allowed(rt.settings, submission_id, first.sha256),
             "object_key": first.object_key,
             "object_store": rt.store.location,
             "policies": [g.policy_id for g in ordered],
