@@ -69,6 +69,9 @@ class Settings(BaseSettings):
     mail_password_env: str = "CANARY_MAIL_PASSWORD"
     mail_ca_file: str | None = None
     mail_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    # pypi:/npm: inputs (producers.registry): a mirror; unset, pip's and npm's own configuration.
+    pypi_index_url: str | None = None
+    npm_registry: str | None = None
 
     @classmethod
     def load(cls, **overrides: Any) -> Settings:

@@ -20,13 +20,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from producers import registry
 from producers.files import InputError, expand_paths, read_inputs
 from producers.registry import (
     RegistryError,
     ReleaseArchives,
     ReleaseDiff,
     archive_files,
+    archives,
     release_diff,
     unified_diff,
 )
@@ -212,15 +212,15 @@ def test_archive_members_stay_in_memory_and_links_or_escapes_are_skipped() -> No
 
 
 def test_an_archive_over_the_limit_is_refused_not_cut(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "MAX_ARCHIVE_BYTES", 1000)
+    monkeypatch.setattr(archives, "MAX_ARCHIVE_BYTES", 1000)
     blob = tarball("pkg-1.0", {"a.txt": b"a" * 600, "b.txt": b"b" * 600})
     with pytest.raises(RegistryError, match="larger than the limit"):
         archive_files(blob, "pkg-1.0.tar.gz")
 
 
 def test_a_gzip_bomb_is_refused_before_it_is_inflated(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "MAX_ARCHIVE_BYTES", 1000)
-    monkeypatch.setattr(registry, "MAX_MEMBERS", 1)
+    monkeypatch.setattr(archives, "MAX_ARCHIVE_BYTES", 1000)
+    monkeypatch.setattr(archives, "MAX_MEMBERS", 1)
     bomb = gzip.compress(b"\0" * 5_000_000)  # 5 MB of zeros in ~5 KB: a tar of nothing but padding
     with pytest.raises(RegistryError, match="pkg-1.0.tar.gz: archive larger than the limit"):
         archive_files(bomb, "pkg-1.0.tar.gz")
