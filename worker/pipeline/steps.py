@@ -23,7 +23,8 @@ import structlog
 
 from policies import HarmPolicy, load_policy
 from policies.loader import PolicyError
-from worker.adapters.db import Gate, Outcome, utcnow
+from worker.adapters.db import Gate, GateStatus, Outcome, utcnow
+from worker.adapters.signing import sign_allowed
 from worker.adapters.storage import sha256_hex
 from worker.core.detector import Artifact, cast_vote, error_vote
 from worker.core.errors import DetectorError, StorageError
@@ -343,7 +344,7 @@ def route_many(rt: Runtime, decided: Sequence[tuple[Gate, Report]]) -> None:
     for (gate, report), outcome in zip(decided, outcomes, strict=True):
         if gate.id in won:
             log.info("gate_decided", gate_id=gate.id, policy=gate.policy_id, decision=report.decision)
-            gate.status, gate.report = report.decision, outcome.report
+            gate.status, gate.report = GateStatus(report.decision), outcome.report
             known[gate.id] = gate
     publish_submissions(rt, [(sub.id, sub.gates) for sub in publish], known)
 
@@ -380,6 +381,8 @@ def _publish_one(rt: Runtime, submission_id: str, gate_ids: Sequence[str], gates
             "submission_id": submission_id,
             "gate_ids": list(gate_ids),
             "sha256": first.sha256,
+            "decision": "allow",
+            "signature": sign_allowed(rt.settings, submission_id, first.sha256),
             "object_key": first.object_key,
             "object_store": rt.store.location,
             "policies": [g.policy_id for g in ordered],
