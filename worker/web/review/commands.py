@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from worker.cli.usage import load_settings
+
 if TYPE_CHECKING:  # the CLI imports this module at start-up: its heavy imports wait for use
     from worker.adapters.reviewers import Reviewer, ReviewerStore
     from worker.settings import Settings
@@ -68,7 +70,6 @@ def add_user_command(
 ) -> None:
     """Add a reviewer (or set a new password): the password is read from stdin, stored as an argon2 hash."""
     from worker.adapters.reviewers import IdentityError
-    from worker.cli.usage import load_settings
 
     store = _store(load_settings())
     try:
@@ -80,8 +81,6 @@ def add_user_command(
 
 def token_command(name: Annotated[str, typer.Argument(help="Reviewer name.")]) -> None:
     """Print a new CLI token for NAME (password read from stdin); use it as CANARY_REVIEW_TOKEN."""
-    from worker.cli.usage import load_settings
-
     store = _store(load_settings())
     if store.check_password(name, _read_password(confirm=False)) is None:
         raise _fail("wrong reviewer name or password")
@@ -99,7 +98,6 @@ def serve_command(
 
     import uvicorn
 
-    from worker.cli.usage import load_settings
     from worker.logs import configure_logging
     from worker.web.review.app import create_app
 
