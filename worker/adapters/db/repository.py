@@ -2,27 +2,24 @@
 
 Portable (SQLite for the embedded default, Postgres in production); where Postgres can do in
 one statement what the portable path does in several, the repository takes the fast path in
-``worker.adapters.db.postgres``. The driver's errors do not leave this module: they become
-``DatabaseError`` (``DatabaseUnavailableError`` when the database could not be reached).
+``worker.adapters.db.postgres``. Every public method translates the driver's errors
+(``worker.adapters.db.engine``).
 """
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, ParamSpec, TypeVar, cast
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, event, exists, func, insert, text, update
+from sqlalchemy import func, insert, text, update
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection, CursorResult, Engine
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
-from sqlmodel import Session, SQLModel, col, create_engine, select
+from sqlmodel import Session, SQLModel, col, select
 
 from worker.adapters.db import postgres
+from worker.adapters.db.engine import aware, translated
 from worker.adapters.db.tables import (
     OPEN_STATUSES,
     REVIEWED,
@@ -30,113 +27,12 @@ from worker.adapters.db.tables import (
     AuditEvent,
     Gate,
     GateStatus,
+    Outcome,
+    Review,
     Submission,
+    not_reviewed,
     utcnow,
 )
-from worker.core.errors import DatabaseError, DatabaseUnavailableError
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-@contextmanager
-def database_errors() -> Iterator[None]:
-    """Translate the driver's errors into the project's own (the one boundary that sees them)."""
-    try:
-        yield
-    except OperationalError as exc:
-        raise DatabaseUnavailableError(f"database unavailable: {_first_line(exc)}") from exc
-    except SQLAlchemyError as exc:
-        raise DatabaseError(f"database error: {_first_line(exc)}") from exc
-
-
-def _first_line(exc: SQLAlchemyError) -> str:
-    """The driver's own message, first line only (never the statement or its parameters)."""
-    orig = getattr(exc, "orig", None) or exc
-    lines = str(orig).strip().splitlines()
-    return f"{type(orig).__name__}: {lines[0][:200] if lines else ''}"
-
-
-def translated(fn: Callable[P, R]) -> Callable[P, R]:
-    """``fn`` with the driver's errors translated (see ``database_errors``)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with database_errors():
-            return fn(*args, **kwargs)
-
-    return wrapper
-
-
-def not_reviewed() -> ColumnElement[bool]:
-    """True for a gate no person has decided yet (no ``reviewed:*`` audit event).
-
-    A correlated ``NOT EXISTS``: one lookup in the audit table's ``gate_id`` index per gate,
-    not a scan of the whole (append-only, ever-growing) audit table.
-    """
-    return ~exists().where(
-        col(AuditEvent.gate_id) == col(Gate.id), col(AuditEvent.event).startswith(REVIEWED)
-    )
-
-
-@translated
-def make_engine(url: str) -> Engine:
-    if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
-
-        @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.close()
-
-    else:
-        # No pre-ping round trip per checkout: a connection broken by a database restart
-        # fails its statement, the task retries (see worker.tasks.gate) and the pool reconnects.
-        engine = create_engine(url, pool_size=5, max_overflow=5, pool_recycle=1800)
-    SQLModel.metadata.create_all(engine)
-    return engine
-
-
-def make_reader_engine(url: str) -> Engine:
-    """A lazily connecting engine for scrapes: a database that is down at start-up is no error."""
-    if url.startswith("sqlite"):
-        return create_engine(url, connect_args={"check_same_thread": False, "timeout": 5})
-    return create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=1)
-
-
-def _aware(value: Any) -> datetime | None:
-    """A database timestamp as an aware UTC datetime (SQLite may hand back strings or naive values)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if not isinstance(value, datetime):
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A gate's decision, ready to be recorded."""
-
-    gate_id: str
-    decision: str
-    reason: str
-    report: str
-
-
-@dataclass(frozen=True)
-class Review:
-    """A person's decision on a gate in ``was`` (review or quarantine), ready to be recorded."""
-
-    gate_id: str
-    was: str
-    decision: str
-    report: str
-    reason: str
-    note: str
 
 
 class GateRepo:
@@ -435,7 +331,7 @@ class GateRepo:
                 .where(table.c.decision.is_not(None))
                 .group_by(table.c.policy_id, table.c.decision)
             ).all()
-        started = _aware(oldest)
+        started = aware(oldest)
         return {
             "statuses": {str(status): int(n) for status, n in statuses},
             "oldest_age_s": max(0.0, (now - started).total_seconds()) if started else 0.0,
