@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     # pypi:/npm: inputs (producers.registry): a mirror; unset, pip's and npm's own configuration.
     pypi_index_url: str | None = None
     npm_registry: str | None = None
+    # Training only (worker.training): the labelled datasets, and the cache of fetched corpus texts.
+    datasets_dir: Path | None = None
+    corpus_cache: Path | None = None
 
     @classmethod
     def load(cls, **overrides: Any) -> Settings:
