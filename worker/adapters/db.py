@@ -17,6 +17,7 @@ from sqlalchemy import (
     event,
     exists,
     insert,
+    or_,
     text,
     update,
     values,
@@ -61,6 +62,9 @@ class Gate(SQLModel, table=True):
     reason: str | None = None
     report: str | None = None
     attempts: int = 0
+    # The id of the message whose attempt holds the gate (``start_many``); cleared by the sweeper
+    # when it re-sends a gate whose message is known lost.
+    claim: str | None = Field(default=None, max_length=64)
     source: str = ""
     deadline: datetime
     created_at: datetime = Field(default_factory=utcnow)
@@ -133,7 +137,26 @@ def make_engine(url: str) -> Engine:
         # fails its statement, the task retries (see worker.tasks.gate) and the pool reconnects.
         engine = create_engine(url, pool_size=5, max_overflow=5, pool_recycle=1800)
     SQLModel.metadata.create_all(engine)
+    _add_missing_columns(engine)
     return engine
+
+
+# Columns added after the first release: ``create_all`` creates missing tables, not columns.
+_ADDED_COLUMNS = {"gates": {"claim": "VARCHAR(64)"}}
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    from sqlalchemy import inspect
+
+    inspector = inspect(engine)
+    for table, columns in _ADDED_COLUMNS.items():
+        have = {c["name"] for c in inspector.get_columns(table)}
+        missing = [(name, kind) for name, kind in columns.items() if name not in have]
+        if not missing:
+            continue
+        with engine.begin() as conn:
+            for name, kind in missing:
+                conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {kind}"))
 
 
 @dataclass(frozen=True)
@@ -281,22 +304,35 @@ class GateRepo:
         started = self.start_many([gate_id], actor)
         return started[0] if started else None
 
-    def start_many(self, gate_ids: Sequence[str], actor: str) -> list[Gate]:
+    def start_many(self, gate_ids: Sequence[str], actor: str, claim: str | None = None) -> list[Gate]:
         """Mark the open gates among ``gate_ids`` running and count their attempt, in one transaction.
 
         One conditional ``UPDATE … RETURNING`` for the whole batch: each row changes only if it
         is still open, so a decided gate (a redelivered message) is left out of the result.
+
+        ``claim`` (the id of the message starting them) makes an attempt count only when the
+        previous one is known dead: a gate is taken if it is unclaimed (new, or released by the
+        sweeper) or claimed by this same message (delivered again: its previous delivery died
+        or gave up). A gate claimed by another message is left out: that attempt is alive.
         """
         ids = sorted(set(gate_ids))
         if not ids:
             return []
         if self._locks:
-            return self._start_many_pg(ids, actor)
+            return self._start_many_pg(ids, actor, claim)
         table = Gate.__table__  # type: ignore[attr-defined]
+        where = [table.c.id.in_(ids), table.c.status.in_(OPEN_STATUSES)]
+        if claim is not None:
+            where.append(or_(table.c.claim.is_(None), table.c.claim == claim))
         stmt = (
             update(table)
-            .where(table.c.id.in_(ids), table.c.status.in_(OPEN_STATUSES))
-            .values(status="running", attempts=table.c.attempts + 1, updated_at=utcnow())
+            .where(*where)
+            .values(
+                status="running",
+                attempts=table.c.attempts + 1,
+                claim=table.c.claim if claim is None else claim,
+                updated_at=utcnow(),
+            )
             .returning(*table.c)
         )
         with self.engine.begin() as conn:
@@ -304,14 +340,16 @@ class GateRepo:
             self._audit_many(conn, [(g.id, "running", f"attempt={g.attempts}") for g in gates], actor)
         return gates
 
-    def _start_many_pg(self, ids: list[str], actor: str) -> list[Gate]:
+    def _start_many_pg(self, ids: list[str], actor: str, claim: str | None) -> list[Gate]:
         """``start_many`` on Postgres in one statement (the update and its audit rows, atomic as
         one statement is), one round trip, committed without waiting for the WAL flush."""
         stmt = text(
             """
             WITH started AS (
-                UPDATE gates SET status = 'running', attempts = attempts + 1, updated_at = :now
+                UPDATE gates SET status = 'running', attempts = attempts + 1, updated_at = :now,
+                    claim = COALESCE(CAST(:claim AS varchar), claim)
                 WHERE id = ANY(:ids) AND status IN ('pending', 'running')
+                    AND (CAST(:claim AS varchar) IS NULL OR claim IS NULL OR claim = :claim)
                 RETURNING *
             ), audited AS (
                 INSERT INTO audit_events (gate_id, at, event, actor, detail)
@@ -321,7 +359,8 @@ class GateRepo:
             """
         ).columns(*Gate.__table__.c)  # type: ignore[attr-defined]  # typed results, as the Core paths
         with self.autocommit_engine.connect() as conn:
-            rows = conn.execute(stmt, {"now": utcnow(), "ids": ids, "actor": actor}).mappings().all()
+            params = {"now": utcnow(), "ids": ids, "actor": actor, "claim": claim}
+            rows = conn.execute(stmt, params).mappings().all()
         return [Gate(**row) for row in rows]
 
     def finish(self, gate_id: str, decision: str, reason: str, report: str, actor: str) -> Resolution:
@@ -502,6 +541,7 @@ class GateRepo:
             if gate is None or gate.terminal:
                 return
             gate.updated_at = utcnow()
+            gate.claim = None  # its message is known lost: the next start is a new attempt
             session.add(gate)
             self.audit(session, gate_id, "requeued", actor, detail)
             session.commit()

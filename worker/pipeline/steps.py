@@ -65,17 +65,19 @@ class Started:
     deferred: list[str] = field(default_factory=list)
 
 
-def begin_many(rt: Runtime, gate_ids: Sequence[str]) -> Started:
+def begin_many(rt: Runtime, gate_ids: Sequence[str], claim: str | None = None) -> Started:
     """Start an attempt for each open gate of the batch (one transaction).
 
     Decided gates are left out (a redelivery); a gate past ``max_attempts``, with a changed
     policy or with corrupt bytes is listed in ``failed`` with its reason, for review; a gate
     whose bytes cannot be read now is ``deferred`` (left open for the sweeper). When no gate
     of the batch could be read, ``StorageError`` is raised so the whole task retries.
+    ``claim`` is the starting message's id (see ``GateRepo.start_many``): a gate another live
+    message holds is left out, like a decided one.
     """
     started = Started()
     order = {gid: i for i, gid in enumerate(gate_ids)}
-    for gate in sorted(rt.repo.start_many(gate_ids, rt.actor), key=lambda g: order[g.id]):
+    for gate in sorted(rt.repo.start_many(gate_ids, rt.actor, claim), key=lambda g: order[g.id]):
         if gate.attempts > rt.settings.max_attempts:
             started.failed.append((gate.id, f"too many attempts ({gate.attempts - 1})"))
             continue
@@ -137,7 +139,12 @@ def detect_chunks(policy: HarmPolicy, sizes: Sequence[int], soft_limit_s: float)
 
 
 def detect_step(rt: Runtime, gate_id: str, detector_name: str, ref: dict[str, Any] | None = None) -> Vote:
-    """Run one detector; every failure becomes an invalid vote, never an exception."""
+    """Run one detector; every failure of the detector becomes an invalid vote, never an exception.
+
+    A storage error (the artifact cannot be read now) is no detector failure: it is raised, so
+    the task retries as the pre-check and the decide do; a blip must not become an invalid
+    vote (too few valid votes sends benign items to review, and lets the remaining votes decide).
+    """
     if ref is None:
         row = rt.repo.get(gate_id)
         if row is None:
@@ -164,6 +171,8 @@ def detect_step(rt: Runtime, gate_id: str, detector_name: str, ref: dict[str, An
                 detector_name, backend, ErrorKind.timeout, "answer came too late", elapsed, gate.size
             )
         return cast_vote(detector_name, backend, answer, policy.protocol, elapsed)
+    except StorageError:
+        raise
     except DetectorError as exc:
         kind, detail = exc.kind, f"{type(exc).__name__}: {exc.message}"
     except Exception as exc:  # noqa: BLE001 - any detector failure is an invalid vote

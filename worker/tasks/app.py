@@ -33,7 +33,13 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         beat_schedule={
-            "canary-sweep": {"task": "canary.sweep", "schedule": settings.sweep_interval_s},
+            # A sweep message older than one interval is dropped, not run: sweeps queued while no
+            # worker ran must not run back to back when one starts.
+            "canary-sweep": {
+                "task": "canary.sweep",
+                "schedule": settings.sweep_interval_s,
+                "options": {"expires": settings.sweep_interval_s},
+            },
         },
         task_always_eager=eager,
         task_eager_propagates=eager,
