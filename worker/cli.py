@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
 import typer
+
+from worker.exits import describe, exit_code_for
 
 app = typer.Typer(
     name="canary",
@@ -37,18 +39,23 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.
 
 
 def _usage(message: str) -> typer.Exit:
-    typer.echo(f"canary: {message}", err=True)
+    typer.echo(
+        f"canary: {'; '.join(line.strip() for line in message.splitlines() if line.strip())}", err=True
+    )
     return typer.Exit(2)
 
 
 def _policies(policy: list[str] | None) -> list[str]:
+    """The chosen policies, each loaded and checked whole (detectors, options, rule sets): exit 2 if not."""
     from policies import PolicyError, load_policy
+    from worker.core.errors import ConfigError
+    from worker.detectors.preflight import check_policy
 
     chosen = policy or ["prompt-injection"]
     for ref in chosen:
         try:
-            load_policy(ref)
-        except PolicyError as exc:
+            check_policy(load_policy(ref))
+        except (PolicyError, ConfigError) as exc:
             raise _usage(str(exc)) from exc
     return chosen
 
@@ -114,6 +121,16 @@ def scan(
     raise typer.Exit(1 if blocked else 0)
 
 
+def _not_gated(names: list[str], seen: list[str]) -> None:
+    """A service failed mid-intake: name the inputs that were not gated (the one being stored
+    and every one not reached). Those before it were stored and registered; a registered gate
+    whose message did not go out stays visibly pending and the sweeper sends it."""
+    started = {name for name in names for source in seen if source == name or source.startswith(name)}
+    current = seen[-1:] if seen else []
+    for name in [*current, *(n for n in names if n not in started)]:
+        typer.echo(f"canary: not gated: {name}", err=True)
+
+
 def _input_failures(failed: list[str]) -> None:
     """Inputs that could not be read were not gated: say so and exit 2 (the rest was gated)."""
     for message in failed:
@@ -169,16 +186,28 @@ def submit(
         celery_app = create_app(settings, eager=False)
     except ConfigError as exc:
         raise _usage(str(exc)) from exc
-    rt = build_runtime(settings, role="producer")
     failed: list[str] = []
-    with celery_app.producer_or_acquire() as producer:
+    seen: list[str] = []  # sources read so far; the last one may not be registered yet
 
-        def enqueue_batch(gate_ids: list[str]) -> None:
-            # ignore_result: nobody waits on a pre-check's result; without it the producer
-            # subscribes to a result channel per message it sends.
-            celery_app.send_task("canary.precheck", (gate_ids,), producer=producer, ignore_result=True)
+    def reading() -> Iterator[tuple[str, bytes]]:
+        for source, data in read_inputs(names, failed):
+            seen.append(source)
+            yield source, data
 
-        submitted = submit_many(rt, read_inputs(names, failed), policies, enqueue_batch)
+    try:
+        rt = build_runtime(settings, role="producer")
+        with celery_app.producer_or_acquire() as producer:
+
+            def enqueue_batch(gate_ids: list[str]) -> None:
+                # ignore_result: nobody waits on a pre-check's result; without it the producer
+                # subscribes to a result channel per message it sends.
+                celery_app.send_task("canary.precheck", (gate_ids,), producer=producer, ignore_result=True)
+
+            submitted = submit_many(rt, reading(), policies, enqueue_batch)
+    except Exception as exc:
+        if exit_code_for(exc) is not None:
+            _not_gated(names, seen)
+        raise
     for sub in submitted:
         for gate, new in zip(sub.gates, sub.created, strict=True):
             if json_out:
@@ -240,6 +269,9 @@ def worker(
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
 ) -> None:
     """Start a Celery worker (prefork pool) consuming the gate queue."""
+    from policies import available_policies
+
+    _policies(available_policies())  # every shipped policy checked whole before taking work
     settings = _settings()
     argv = ["worker", f"--concurrency={concurrency}", "--pool=prefork", f"--loglevel={loglevel}"]
     events = ["-E"] if settings.task_events else []
@@ -424,10 +456,18 @@ def review_decide(
 
 
 def main() -> None:
+    """The ``canary`` entry point: configuration and infrastructure errors exit 2 and 3 with one
+    line (see ``worker.exits``); anything else is a bug and keeps its traceback."""
     try:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:
+        code = exit_code_for(exc)
+        if code is None:
+            raise
+        typer.echo(f"canary: {describe(exc)}", err=True)
+        sys.exit(code)
 
 
 from worker.evaluation.command import eval_command  # noqa: E402
