@@ -95,9 +95,9 @@ def mixed_text(size: int, dense: bool = False) -> bytes:
 
 def run_one(size_mb: int, repeat: int, dense: bool) -> dict[str, float | str]:
     """Scan ``size_mb`` MB ``repeat`` times in this process; report MB per CPU-second and RSS."""
-    from policies.loader import load_policy
+    from policies.loader import load_policy, load_ruleset
     from worker.core.precheck import run_precheck
-    from worker.core.ruleset import engine_name, load_ruleset
+    from worker.core.ruleset import engine_name
 
     policy = load_policy("prompt-injection")
     load_ruleset("prompt-injection")  # compile outside the timed region

@@ -477,3 +477,7 @@ app.command("eval")(eval_command)
 from worker.adapters.metrics import metrics_command  # noqa: E402
 
 app.command("metrics")(metrics_command)
+
+from worker.web.serve import serve_command  # noqa: E402
+
+app.command("serve")(serve_command)

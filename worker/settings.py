@@ -48,6 +48,11 @@ class Settings(BaseSettings):
     # set true to have workers send them from start.
     task_events: bool = False
 
+    # HTTP intake (``canary serve``, worker.web.intake): bearer tokens, comma-separated; with none
+    # the server listens on loopback only. Bodies over ``max_request_bytes`` are refused (413).
+    api_tokens: str = ""
+    max_request_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+
     @model_validator(mode="after")
     def _check(self) -> Settings:
         if self.hard_time_limit_s <= self.soft_time_limit_s:
@@ -62,6 +67,10 @@ class Settings(BaseSettings):
     def embedded(self) -> bool:
         """No broker configured: run the task graph in-process."""
         return self.broker_url is None
+
+    @property
+    def api_token_list(self) -> list[str]:
+        return [t.strip() for t in self.api_tokens.split(",") if t.strip()]
 
     @property
     def visibility_timeout(self) -> float:

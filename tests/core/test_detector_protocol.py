@@ -6,10 +6,10 @@ import pickle
 
 import pytest
 
-from policies.schema import Protocol
 from worker.core.detector import cast_vote, error_vote, parse_verdict, verdict_output
 from worker.core.errors import DetectorCompromised, DetectorError, DetectorTimeout
 from worker.core.models import Answer, Coverage, ErrorKind
+from worker.core.policy import Protocol
 
 P = Protocol()
 

@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 import worker.core.decode as decode
 import worker.core.normalize as normalize
-from policies.loader import load_policy
+from policies.loader import load_policy, load_ruleset
 from worker.core.precheck import run_precheck, scan_rules
-from worker.core.ruleset import Matcher, Rule, load_ruleset
+from worker.core.ruleset import Matcher, Rule
 
 WHITESPACE = b" \t\n\r\x0b\x0c"
 B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_"

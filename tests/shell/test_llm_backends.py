@@ -20,10 +20,10 @@ import httpx
 import pytest
 
 from policies.loader import load_policy
-from policies.schema import DetectorSpec
 from worker.core.detector import Artifact, cast_vote, error_vote
 from worker.core.errors import ConfigError, DetectorCompromised, DetectorError, DetectorTimeout
 from worker.core.models import ErrorKind, Vote
+from worker.core.policy import DetectorSpec
 from worker.core.segment import segment_spans
 from worker.detectors.llm import chat as llm
 from worker.detectors.llm.http import BackendError

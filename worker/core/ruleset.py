@@ -1,8 +1,9 @@
 """Rules as data: the ruleset schema, the named computed checks, compiled matchers.
 
 A ruleset is one YAML file in ``policies/rules/`` (see :mod:`worker.core.precheck`
-for what the fields mean to the engine). :func:`load_ruleset` validates it and
-compiles every pattern ONCE per file content into two matchers, one for flat text
+for what the fields mean to the engine), read and parsed by :mod:`policies.loader`, which
+hands it here as a :class:`~worker.core.policy.RulesetSource`. :func:`compile_source`
+validates it and compiles every pattern ONCE per file content (its sha256) into two matchers, one for flat text
 and one for ``lines`` rules: a single Hyperscan database each when Hyperscan is
 importable, else one combined Python regex (same answers, slower).
 
@@ -24,20 +25,17 @@ from functools import lru_cache
 from itertools import chain, islice
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from policies.loader import RULES_DIR, ruleset_content
-from policies.schema import HarmPolicy
 from worker.core.diff import Diff
 from worker.core.errors import ConfigError
 from worker.core.literals import hyperscan, scan
 from worker.core.normalize import near_rtl
+from worker.core.policy import HarmPolicy, RulesetSource
 
 __all__ = [
     "CHECKS",
     "MAX_MATCH",
-    "RULES_DIR",
     "CheckContext",
     "CompiledRuleset",
     "Hit",
@@ -45,7 +43,7 @@ __all__ = [
     "Rule",
     "Ruleset",
 ]
-__all__ += ["compile_ruleset", "engine_name", "load_ruleset", "policy_rulesets"]
+__all__ += ["compile_ruleset", "compile_source", "engine_name", "policy_rulesets"]
 
 MAX_MATCH = 1 << 12  # no rule match is longer than this; windows overlap by as much
 Engine = Literal["auto", "hyperscan", "re"]
@@ -464,26 +462,14 @@ def engine_name() -> str:
     return "re" if hyperscan is None else "hyperscan"
 
 
-def load_ruleset(name: str, engine: Engine = "auto", sha256: str | None = None) -> CompiledRuleset:
-    """Validate and compile ``policies/rules/<name>.yaml`` as it is on disk now.
-
-    The file is looked at on every call (a ``stat``; read again only when it changed) and
-    compiled once per content, so an edited rule file takes effect without a restart.
-    ``sha256`` is the digest the caller's policy was fingerprinted with: a file changed since
-    then raises ``ConfigError``, so rules a gate's recorded fingerprint does not cover never
-    judge it.
-    """
-    try:
-        content = ruleset_content(name)
-    except OSError as exc:
-        raise ConfigError(f"unknown ruleset {name!r}: {exc}") from exc
-    if sha256 is not None and content.sha256 != sha256:
-        raise ConfigError(f"ruleset {name!r} changed since its policy was loaded")
-    key = (name, content.sha256, engine)
+def compile_source(source: RulesetSource, engine: Engine = "auto") -> CompiledRuleset:
+    """Validate and compile a rule file as the loader read it, once per content (its sha256)
+    and engine: an edited rule file is a new source, compiled anew; an unchanged one is not."""
+    key = (source.sha256, engine)
     compiled = _COMPILED.get(key)
     if compiled is None:
         with _COMPILE_LOCK:
-            compiled = _COMPILED.get(key) or _compile_file(name, content.raw, engine)
+            compiled = _COMPILED.get(key) or _compile(source, engine)
             _COMPILED[key] = compiled
             while len(_COMPILED) > 16:  # old contents of edited files
                 del _COMPILED[next(iter(_COMPILED))]
@@ -491,16 +477,23 @@ def load_ruleset(name: str, engine: Engine = "auto", sha256: str | None = None) 
 
 
 def policy_rulesets(policy: HarmPolicy, names: Sequence[str]) -> list[CompiledRuleset]:
-    """The compiled rulesets ``names`` exactly as ``policy`` was fingerprinted with them."""
-    return [load_ruleset(name, sha256=policy.ruleset_sha256(name)) for name in names]
+    """The compiled rulesets ``names`` exactly as ``policy`` was loaded (and fingerprinted) with
+    them; a name the policy was not loaded with is a ``ConfigError``."""
+    compiled = []
+    for name in names:
+        source = policy.ruleset_source(name)
+        if source is None:
+            raise ConfigError(f"policy {policy.id!r} was not loaded with ruleset {name!r}")
+        compiled.append(compile_source(source))
+    return compiled
 
 
-_COMPILED: dict[tuple[str, str, Engine], CompiledRuleset] = {}
+_COMPILED: dict[tuple[str, Engine], CompiledRuleset] = {}
 _COMPILE_LOCK = threading.Lock()
 
 
-def _compile_file(name: str, raw: bytes, engine: Engine) -> CompiledRuleset:
+def _compile(source: RulesetSource, engine: Engine) -> CompiledRuleset:
     try:
-        return compile_ruleset(Ruleset.model_validate(yaml.safe_load(raw)), engine)
-    except (yaml.YAMLError, ValidationError, re.error) as exc:
-        raise ConfigError(f"ruleset {name}.yaml is invalid: {exc}") from exc
+        return compile_ruleset(Ruleset.model_validate(source.document), engine)
+    except (ValidationError, re.error) as exc:
+        raise ConfigError(f"ruleset {source.name}.yaml is invalid: {exc}") from exc

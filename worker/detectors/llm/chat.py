@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 import httpx
 import structlog
 
-from policies.schema import HarmPolicy
 from worker.core.detector import Artifact, parse_verdict, verdict_output
 from worker.core.errors import DetectorCompromised
 from worker.core.fence import (
@@ -40,6 +39,7 @@ from worker.core.fence import (
 )
 from worker.core.mail import decoded_text_parts
 from worker.core.models import Answer
+from worker.core.policy import HarmPolicy
 from worker.core.segment import coverage_of, segment_spans
 from worker.detectors.llm.api import APIS, ChatClient, Completion
 from worker.detectors.llm.options import ClientOptions, VerdictOptions, parse_options
