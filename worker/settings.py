@@ -41,6 +41,8 @@ class Settings(BaseSettings):
     sweep_interval_s: float = Field(default=30.0, gt=0)
     result_expires_s: int = Field(default=86400, gt=0)
     metrics_port: int = 0
+    # The exporter answers anyone who can reach it (no auth): loopback unless told otherwise.
+    metrics_addr: str = "127.0.0.1"
     preload: bool = True
     batch_size: int = Field(default=32, ge=1, le=1000)
     # Celery task events cost each task ~3 broker publishes (measured: ~15% of a lone gate's

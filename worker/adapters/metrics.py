@@ -161,12 +161,17 @@ def reader_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=1)
 
 
-def start_exporter(settings: Settings, port: int | None = None, addr: str = "0.0.0.0") -> CollectorRegistry:
-    """Serve the gate metrics over HTTP in a daemon thread; returns the registry served."""
+def start_exporter(settings: Settings, port: int | None = None, addr: str | None = None) -> CollectorRegistry:
+    """Serve the gate metrics over HTTP in a daemon thread; returns the registry served.
+
+    Bound to ``addr``, else ``CANARY_METRICS_ADDR`` (default 127.0.0.1: the exporter has no
+    authentication, so it is reachable from elsewhere only when told)."""
     from prometheus_client import start_http_server
 
     registry = gate_registry(reader_engine(settings.sqlalchemy_url))
-    start_http_server(port or settings.metrics_port or DEFAULT_PORT, addr=addr, registry=registry)
+    start_http_server(
+        port or settings.metrics_port or DEFAULT_PORT, addr=addr or settings.metrics_addr, registry=registry
+    )
     return registry
 
 
@@ -195,7 +200,9 @@ def metrics_command(
         int | None,
         typer.Option(help=f"Port to serve /metrics on [default: CANARY_METRICS_PORT or {DEFAULT_PORT}]."),
     ] = None,
-    addr: Annotated[str, typer.Option(help="Address to bind.")] = "0.0.0.0",
+    addr: Annotated[
+        str | None, typer.Option(help="Address to bind [default: CANARY_METRICS_ADDR or 127.0.0.1].")
+    ] = None,
     once: Annotated[bool, typer.Option("--once", help="Print the metrics once to stdout and exit.")] = False,
 ) -> None:
     """Serve the gate metrics (read from the gate database) for Prometheus."""
@@ -217,6 +224,7 @@ def metrics_command(
         typer.echo(generate_latest(registry).decode(), nl=False)
         return
     chosen = port or settings.metrics_port or DEFAULT_PORT
+    addr = addr or settings.metrics_addr
     try:
         start_exporter(settings, chosen, addr)
     except OSError as exc:
