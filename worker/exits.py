@@ -26,11 +26,11 @@ def exit_code_for(exc: BaseException) -> int | None:
     """2 for a configuration mistake, 3 for a service that failed, None for anything else (a bug)."""
     from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
-    from worker.core.errors import ConfigError, StorageError
+    from worker.core.errors import ConfigError, DatabaseError, StorageError
 
     if isinstance(exc, ConfigError | ArgumentError | NoSuchModuleError):
         return EXIT_CONFIG
-    if isinstance(exc, StorageError | DBAPIError | ConnectionError | TimeoutError):
+    if isinstance(exc, StorageError | DatabaseError | DBAPIError | ConnectionError | TimeoutError):
         return EXIT_INFRASTRUCTURE
     return EXIT_INFRASTRUCTURE if _is_service_error(exc) else None
 

@@ -2,7 +2,9 @@
 
     CanaryError
     ├── ConfigError          a developer/operator mistake: refuse to start
-    ├── StorageError         the object store or database failed
+    ├── StorageError         the object store failed
+    ├── DatabaseError        the gate database refused a statement
+    │   └── DatabaseUnavailableError   it could not be reached (a restart): retry later
     └── DetectorError        a detector failed; carries the ErrorKind of its invalid vote
         ├── DetectorTimeout
         └── DetectorCompromised
@@ -24,7 +26,15 @@ class ConfigError(CanaryError):
 
 
 class StorageError(CanaryError):
-    """Reading or writing artifact bytes or gate rows failed."""
+    """Reading or writing artifact bytes failed."""
+
+
+class DatabaseError(CanaryError):
+    """A statement on the gate database failed (the repository translates the driver's errors)."""
+
+
+class DatabaseUnavailableError(DatabaseError):
+    """The gate database could not be reached or dropped the connection: worth a retry."""
 
 
 class DetectorError(CanaryError):

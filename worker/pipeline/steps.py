@@ -23,10 +23,11 @@ import structlog
 
 from policies import HarmPolicy, load_policy
 from policies.loader import PolicyError
-from worker.adapters.db import Gate, Outcome, utcnow
+from worker.adapters.db import Gate, GateStatus, Outcome, utcnow
+from worker.adapters.signing import sign_allowed
 from worker.adapters.storage import sha256_hex
 from worker.core.detector import Artifact, cast_vote, error_vote
-from worker.core.errors import DetectorError, StorageError
+from worker.core.errors import DatabaseUnavailableError, DetectorError, StorageError
 from worker.core.models import Coverage, Decision, ErrorKind, PolicyRef, PrecheckResult, Report, Timings, Vote
 from worker.core.quorum import decide_quorum
 from worker.detectors import detector_for
@@ -171,7 +172,7 @@ def detect_step(rt: Runtime, gate_id: str, detector_name: str, ref: dict[str, An
                 detector_name, backend, ErrorKind.timeout, "answer came too late", elapsed, gate.size
             )
         return cast_vote(detector_name, backend, answer, policy.protocol, elapsed)
-    except StorageError:
+    except (StorageError, DatabaseUnavailableError):
         raise
     except DetectorError as exc:
         kind, detail = exc.kind, f"{type(exc).__name__}: {exc.message}"
@@ -352,7 +353,7 @@ def route_many(rt: Runtime, decided: Sequence[tuple[Gate, Report]]) -> None:
     for (gate, report), outcome in zip(decided, outcomes, strict=True):
         if gate.id in won:
             log.info("gate_decided", gate_id=gate.id, policy=gate.policy_id, decision=report.decision)
-            gate.status, gate.report = report.decision, outcome.report
+            gate.status, gate.report = GateStatus(report.decision), outcome.report
             known[gate.id] = gate
     publish_submissions(rt, [(sub.id, sub.gates) for sub in publish], known)
 
@@ -389,6 +390,8 @@ def _publish_one(rt: Runtime, submission_id: str, gate_ids: Sequence[str], gates
             "submission_id": submission_id,
             "gate_ids": list(gate_ids),
             "sha256": first.sha256,
+            "decision": "allow",
+            "signature": sign_allowed(rt.settings, submission_id, first.sha256),
             "object_key": first.object_key,
             "object_store": rt.store.location,
             "policies": [g.policy_id for g in ordered],

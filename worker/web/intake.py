@@ -26,7 +26,6 @@ import structlog
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
-from sqlalchemy import text
 
 from worker.adapters.db import Gate
 from worker.pipeline.intake import Submitted, submit_artifact
@@ -108,8 +107,7 @@ class Gatekeeper:
 
 
 def _select_one(rt: Runtime) -> None:
-    with rt.repo.engine.connect() as conn:
-        conn.execute(text("select 1"))
+    rt.repo.ping()
 
 
 def _broker_answers(url: str) -> None:
@@ -293,11 +291,7 @@ def _accept(gk: Gatekeeper, wanted: Any, scope: str, idempotency_key: str | None
 
 
 def _audit_metadata(rt: Runtime, gate_id: str, actor: str, detail: str) -> None:
-    from sqlmodel import Session
-
-    with Session(rt.repo.engine) as session:
-        rt.repo.audit(session, gate_id, "metadata", actor, detail)
-        session.commit()
+    rt.repo.add_audit([(gate_id, "metadata", detail)], actor)
 
 
 def _answer(gk: Gatekeeper, answer: Answer) -> dict[str, Any]:
