@@ -28,7 +28,10 @@ def exit_code_for(exc: BaseException) -> int | None:
 
     from worker.core.errors import ConfigError, DatabaseError, StorageError
 
-    if isinstance(exc, ConfigError | ArgumentError | NoSuchModuleError):
+    chain = [exc]
+    while chain[-1].__cause__ is not None and len(chain) < 8:  # a translated error keeps its cause
+        chain.append(chain[-1].__cause__)
+    if any(isinstance(e, ConfigError | ArgumentError | NoSuchModuleError) for e in chain):
         return EXIT_CONFIG
     if isinstance(exc, StorageError | DatabaseError | DBAPIError | ConnectionError | TimeoutError):
         return EXIT_INFRASTRUCTURE
