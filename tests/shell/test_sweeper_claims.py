@@ -60,7 +60,7 @@ def test_the_sweeper_leaves_a_queued_gate_alone_however_long_it_waits(gate, fixt
     lost = _pending(gate, fixture_policy("trivial"), b"message vanished")
     for gid in (queued, lost):
         _age(gate, gid, gate.settings.requeue_after_s + 60)
-    monkeypatch.setattr(sweeper, "queued_gate_ids", lambda _url, _queues: {queued})
+    monkeypatch.setattr(sweeper, "queued_gate_ids", lambda _url, _queues, _timeout: {queued})
     sent: list[str] = []
     counts = sweeper.sweep(gate.rt, sent.append)
     assert sent == [lost]
@@ -74,7 +74,7 @@ def test_a_queued_gate_at_its_attempt_limit_is_not_given_up(gate, fixture_policy
     for _ in range(gate.settings.max_attempts):
         gate.rt.repo.start_many([gid], "w", claim="message-1")
     _age(gate, gid, gate.settings.requeue_after_s + 60)
-    monkeypatch.setattr(sweeper, "queued_gate_ids", lambda _url, _queues: {gid})
+    monkeypatch.setattr(sweeper, "queued_gate_ids", lambda _url, _queues, _timeout: {gid})
     sweeper.sweep(gate.rt, lambda _gid: None)
     assert gate.rt.repo.get(gid).status == "running"
 

@@ -18,6 +18,7 @@ import fcntl
 import json
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ _GATE_ID = re.compile(rb"\b[0-9a-f]{32}\b")
 _PRIORITY_SEP = "\x06\x16"  # kombu's separator between a queue name and its priority step
 _PRIORITY_STEPS = (3, 6, 9)
 _UNACKED = "unacked"
+_UNACKED_INDEX = "unacked_index"  # delivery tag -> when a worker took the message
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 
 
@@ -61,9 +63,12 @@ def gate_ids_in(raw: bytes) -> set[str]:
     return found
 
 
-def queued_gate_ids(url: str | None, queues: Iterable[str]) -> set[str] | None:
+def queued_gate_ids(url: str | None, queues: Iterable[str], visibility_timeout_s: float) -> set[str] | None:
     """Every gate id some message in ``queues`` (or taken and not acknowledged) still carries.
 
+    A message taken longer than ``visibility_timeout_s`` ago and still not acknowledged is not
+    counted: its worker died (no task outlives the hard time limit, which the visibility timeout
+    exceeds), and kombu restores such messages only when a live worker gets round to it.
     ``None`` when the broker is not Redis (it cannot be read without consuming).
     """
     if url is None or not is_redis(url):
@@ -74,18 +79,21 @@ def queued_gate_ids(url: str | None, queues: Iterable[str]) -> set[str] | None:
             q if step == 0 else f"{q}{_PRIORITY_SEP}{step}" for q in queues for step in (0, *_PRIORITY_STEPS)
         ]
         pipe = client.pipeline(transaction=False)
-        pipe.hvals(_UNACKED)
+        pipe.hgetall(_UNACKED)
         for name in names:
             pipe.lrange(name, 0, -1)
         unacked, *lists = pipe.execute()
         # A message moves from a list to ``unacked`` between two commands of a worker: reading the
-        # hash again after the lists narrows that window (the claim token on the gate row keeps
-        # a copy sent in it from counting as an attempt).
-        unacked = [*unacked, *client.hvals(_UNACKED)]
+        # hash again after the lists narrows that window (the claim on the gate row keeps a copy
+        # sent in it from counting as an attempt).
+        unacked.update(client.hgetall(_UNACKED))
+        taken_at = dict(client.zrange(_UNACKED_INDEX, 0, -1, withscores=True))
     finally:
         client.close()
+    oldest = time.time() - visibility_timeout_s
+    alive = [raw for tag, raw in unacked.items() if taken_at.get(tag, float("inf")) >= oldest]
     found: set[str] = set()
-    for raw in (*unacked, *(item for items in lists for item in items)):
+    for raw in (*alive, *(item for items in lists for item in items)):
         found |= gate_ids_in(raw)
     return found
 

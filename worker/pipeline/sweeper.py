@@ -50,7 +50,12 @@ def _sweep(rt: Runtime, enqueue: Callable[[str], None]) -> dict[str, int]:
             counts["overdue"] += 1
     stale_before = now - timedelta(seconds=rt.settings.requeue_after_s)
     stale = rt.repo.open_gates(stale_before)
-    queued = queued_gate_ids(rt.settings.broker_url, [rt.settings.task_queue]) if stale else set()
+    settings = rt.settings
+    queued = (
+        queued_gate_ids(settings.broker_url, [settings.task_queue], settings.visibility_timeout)
+        if stale
+        else set()
+    )
     for gate in stale:
         if queued is not None and gate.id in queued:
             counts["still_queued"] += 1  # alive: a backlog, not a loss (the deadline still bounds it)
