@@ -61,9 +61,11 @@ def _usage(message: str) -> typer.Exit:
 def _policies(policy: list[str] | None) -> list[str]:
     """The chosen policies, each loaded and checked whole (detectors, options, rule sets): exit 2 if not."""
     from policies import PolicyError, load_policy
+    from worker.adapters.compiled_cache import enable
     from worker.core.errors import ConfigError
     from worker.detectors.preflight import check_policy
 
+    enable(_settings().compiled_cache_dir)  # the check compiles the rule sets: from the cache
     chosen = policy or ["prompt-injection"]
     for ref in chosen:
         try:

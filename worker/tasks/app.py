@@ -45,6 +45,9 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
         task_eager_propagates=eager,
     )
     app.canary_settings = settings
+    from worker.adapters.compiled_cache import enable
+
+    enable(settings.compiled_cache_dir)  # before any rule set compiles (preload, first scan)
     if not eager and settings.preload:
         from celery.signals import worker_init
 
