@@ -42,15 +42,15 @@ MODEL_FILES: dict[str, tuple[str, ...]] = {
 ABSENT = "absent"  # the digest of a model file that is not there (its detector votes unavailable)
 
 
-class PolicyError(Exception):
+class PolicyError(ConfigError):
     """A policy could not be found or does not validate."""
-
 
 
 def _load_yaml(raw: bytes) -> Any:
     """``yaml.safe_load`` through libyaml when it is there (the same documents, ~10x less CPU: the
     rule files took 0.3 CPU-s of every process start in pure Python)."""
     return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+
 
 def available_policies() -> list[str]:
     """Ids of the policies shipped in ``policies/``."""

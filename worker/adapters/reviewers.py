@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
 from worker.adapters.db import utcnow
+from worker.core.errors import UsageError
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 MIN_PASSWORD = 12
@@ -26,7 +27,7 @@ _HASHER = PasswordHasher()
 _DUMMY = _HASHER.hash(secrets.token_hex(16))
 
 
-class IdentityError(Exception):
+class IdentityError(UsageError):
     """A reviewer name, password or token is unacceptable, or a reviewer is unknown."""
 
 

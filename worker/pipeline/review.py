@@ -21,16 +21,17 @@ import json
 from typing import Any, Literal
 
 from worker.adapters.db import Gate, GateStatus, Review, utcnow
+from worker.core.errors import UsageError
 from worker.core.normalize import INVISIBLE
 from worker.pipeline.runtime import Runtime
-from worker.pipeline.steps import ArtifactCorrupt, load_artifact, publish_allowed
+from worker.pipeline.steps import ArtifactCorruptError, load_artifact, publish_allowed
 from worker.pipeline.two_person import SecondReviewerError, release_approval
 
 HumanDecision = Literal["allow", "quarantine"]
 ReviewQueue = Literal["review", "quarantine"]
 
 
-class ReviewError(Exception):
+class ReviewError(UsageError):
     """The gate is unknown or not waiting for review."""
 
 
@@ -126,5 +127,5 @@ def _checked_bytes(rt: Runtime, gate: Gate) -> bytes:
     """The gate's artifact bytes; a ReviewError when the store no longer holds what was classified."""
     try:
         return load_artifact(rt, gate).data
-    except ArtifactCorrupt as exc:
+    except ArtifactCorruptError as exc:
         raise ReviewError(f"gate {gate.id}: {exc}") from exc

@@ -27,7 +27,7 @@ from worker.adapters.db import Gate, GateStatus, Outcome, utcnow
 from worker.adapters.signing import sign_allowed
 from worker.adapters.storage import sha256_hex
 from worker.core.detector import Artifact, cast_vote, error_vote
-from worker.core.errors import DatabaseUnavailableError, DetectorError, StorageError
+from worker.core.errors import CanaryError, DatabaseUnavailableError, DetectorError, StorageError
 from worker.core.models import Coverage, Decision, ErrorKind, PolicyRef, PrecheckResult, Report, Timings, Vote
 from worker.core.quorum import decide_quorum
 from worker.detectors import detector_for
@@ -36,14 +36,14 @@ from worker.pipeline.runtime import Runtime
 log = structlog.get_logger("canary.gate")
 
 
-class ArtifactCorrupt(Exception):
+class ArtifactCorruptError(CanaryError):
     """The stored bytes do not hash to the gate's sha256: never classify them."""
 
 
 def load_artifact(rt: Runtime, gate: Gate) -> Artifact:
     data = rt.reader.get(gate.object_key)
     if sha256_hex(data) != gate.sha256:
-        raise ArtifactCorrupt("artifact bytes do not match their sha256")
+        raise ArtifactCorruptError("artifact bytes do not match their sha256")
     return Artifact(sha256=gate.sha256, data=data)
 
 
@@ -84,7 +84,7 @@ def begin_many(rt: Runtime, gate_ids: Sequence[str], claim: str | None = None) -
             continue
         try:
             started.ready.append((gate, gate_policy(gate), load_artifact(rt, gate)))
-        except (PolicyError, ArtifactCorrupt) as exc:
+        except (PolicyError, ArtifactCorruptError) as exc:
             started.failed.append((gate.id, str(exc)))
         except StorageError as exc:
             # The store may be back later: this gate stays open (visibly ``running``) and the

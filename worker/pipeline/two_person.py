@@ -14,13 +14,14 @@ import json
 from typing import Any
 
 from worker.adapters.db import REVIEWED, AuditEvent, Gate
+from worker.core.errors import UsageError
 from worker.pipeline.runtime import Runtime
 
 RELEASE_REQUESTED = "release-requested"
 PERSON = "person:"
 
 
-class SecondReviewerError(Exception):
+class SecondReviewerError(UsageError):
     """The reviewer who requested a release tried to approve it too."""
 
 
