@@ -185,3 +185,12 @@ def test_queue_marks_a_release_waiting_for_a_second_reviewer(web, gate):
     web.post(f"/item/{gid}/decide", data={"csrf": token, "decision": "allow", "note": "a quoted example"})
     row = web.get("/").text.split(gid[:12])[0].rsplit("<tr", 1)[1]
     assert "release requested" in row
+
+
+def test_a_new_password_ends_the_sessions_opened_with_the_old_one(web, gate):
+    """After `add-user` sets a new password, a browser signed in with the old one must sign in again."""
+    assert sign_in(web, "alice") == 303
+    assert web.get("/", follow_redirects=False).status_code == 200
+    ReviewerStore(gate.rt.repo.engine).add("alice", "a brand new passphrase")
+    response = web.get("/", follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == "/login"

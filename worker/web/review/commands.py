@@ -18,6 +18,18 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
+def _settings() -> Settings:
+    """The settings, or a one-line error (exit 2) when they are invalid."""
+    from pydantic import ValidationError
+
+    from worker.settings import Settings
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise _fail(f"invalid settings: {exc.errors()[0]['msg']}") from exc
+
+
 def _store(settings: Settings) -> ReviewerStore:
     from worker.adapters.db import make_engine
     from worker.adapters.reviewers import ReviewerStore
@@ -68,7 +80,6 @@ def add_user_command(
 ) -> None:
     """Add a reviewer (or set a new password): the password is read from stdin, stored as an argon2 hash."""
     from worker.adapters.reviewers import IdentityError
-    from worker.cli import _settings
 
     store = _store(_settings())
     try:
@@ -80,8 +91,6 @@ def add_user_command(
 
 def token_command(name: Annotated[str, typer.Argument(help="Reviewer name.")]) -> None:
     """Print a new CLI token for NAME (password read from stdin); use it as CANARY_REVIEW_TOKEN."""
-    from worker.cli import _settings
-
     store = _store(_settings())
     if store.check_password(name, _read_password(confirm=False)) is None:
         raise _fail("wrong reviewer name or password")
@@ -99,7 +108,6 @@ def serve_command(
 
     import uvicorn
 
-    from worker.cli import _settings
     from worker.logs import configure_logging
     from worker.web.review.app import create_app
 
