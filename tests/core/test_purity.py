@@ -25,10 +25,7 @@ FILE_CALLS = frozenset(
 FILE_MODULES = frozenset({"os", "io", "shutil", "glob", "tempfile", "resources"})  # any call of these
 # Modules outside worker/tasks that still import celery, each waiting for the shell part of
 # issue #23 to move that import into the Celery layer.
-CELERY_LEFTOVERS = {
-    "worker/adapters/metrics.py": "hooks a celery signal; the hook moves into worker/tasks",
-    "worker/pipeline/steps.py": "catches celery's SoftTimeLimitExceeded in detect_step",
-}
+CELERY_LEFTOVERS = {}
 
 
 def python_files(*folders: str | Path) -> list[Path]:

@@ -10,8 +10,7 @@ import zipfile
 
 import pytest
 
-from producers import registry
-from producers.registry import RegistryError, archive_files
+from producers.registry import RegistryError, archive_files, archives
 
 MB = 1024 * 1024
 
@@ -76,7 +75,7 @@ def test_a_400_kb_zip_of_400_mb_is_refused_before_inflating() -> None:
 
 def test_a_zip_whose_headers_understate_its_size_is_refused_at_the_limit(monkeypatch) -> None:
     """A member that inflates past the limit while declaring less is cut off by the running total."""
-    monkeypatch.setattr(registry, "RATIO_FLOOR_BYTES", 4 * MB)
+    monkeypatch.setattr(archives, "RATIO_FLOOR_BYTES", 4 * MB)
     bomb = bytearray(_zip_bomb(64 * MB))
     # Rewrite the declared uncompressed size (local header and central directory) to 1 KB.
     real = (64 * MB).to_bytes(4, "little")
@@ -99,7 +98,7 @@ def test_a_1_mb_tar_gz_bomb_is_refused_before_it_is_inflated_whole() -> None:
         with pytest.raises(RegistryError, match="larger than the limit"):
             archive_files(bomb, "pkg-1.0.tar.gz")
 
-    assert _peak(refuse) < 2 * max(registry.RATIO_FLOOR_BYTES, registry.MAX_RATIO * len(bomb)) + 16 * MB
+    assert _peak(refuse) < 2 * max(archives.RATIO_FLOOR_BYTES, archives.MAX_RATIO * len(bomb)) + 16 * MB
 
 
 def test_ordinary_and_small_compressible_archives_still_open() -> None:

@@ -23,8 +23,9 @@ import structlog
 
 from worker.adapters.broker import queued_gate_ids, sweep_lock
 from worker.adapters.db import utcnow
+from worker.pipeline.routing import publish_allowed
 from worker.pipeline.runtime import Runtime
-from worker.pipeline.steps import fail, publish_allowed
+from worker.pipeline.steps import fail
 
 log = structlog.get_logger("canary.sweeper")
 

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from worker.cli.usage import load_settings
+
 if TYPE_CHECKING:  # the CLI imports this module at start-up: its heavy imports wait for use
     from worker.adapters.reviewers import Reviewer, ReviewerStore
     from worker.settings import Settings
@@ -16,18 +18,6 @@ if TYPE_CHECKING:  # the CLI imports this module at start-up: its heavy imports 
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"canary: {message}", err=True)
     return typer.Exit(2)
-
-
-def _settings() -> Settings:
-    """The settings, or a one-line error (exit 2) when they are invalid."""
-    from pydantic import ValidationError
-
-    from worker.settings import Settings
-
-    try:
-        return Settings()
-    except ValidationError as exc:
-        raise _fail(f"invalid settings: {exc.errors()[0]['msg']}") from exc
 
 
 def _store(settings: Settings) -> ReviewerStore:
@@ -81,7 +71,7 @@ def add_user_command(
     """Add a reviewer (or set a new password): the password is read from stdin, stored as an argon2 hash."""
     from worker.adapters.reviewers import IdentityError
 
-    store = _store(_settings())
+    store = _store(load_settings())
     try:
         store.add(name, _read_password(confirm=True), os_user=os_user)
     except IdentityError as exc:
@@ -91,7 +81,7 @@ def add_user_command(
 
 def token_command(name: Annotated[str, typer.Argument(help="Reviewer name.")]) -> None:
     """Print a new CLI token for NAME (password read from stdin); use it as CANARY_REVIEW_TOKEN."""
-    store = _store(_settings())
+    store = _store(load_settings())
     if store.check_password(name, _read_password(confirm=False)) is None:
         raise _fail("wrong reviewer name or password")
     typer.echo(store.issue_token(name))
@@ -112,7 +102,7 @@ def serve_command(
     from worker.web.review.app import create_app
 
     configure_logging(logging.INFO, stdlib=True)
-    app = create_app(_settings())
+    app = create_app(load_settings())
     uvicorn.run(
         app, host=host, port=port, ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, log_level="info"
     )
