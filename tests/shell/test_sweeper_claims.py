@@ -114,12 +114,13 @@ def test_every_gate_step_retries_storage_errors(gate, task):
 def test_a_storage_error_inside_a_detector_is_raised_not_voted(gate, fixture_policy):
     """The detector step raises a storage error (so its task retries) instead of casting an invalid vote."""
     from worker.core.errors import StorageError
-    from worker.pipeline.steps import detect_many, gate_ref
+    from worker.pipeline.ref import GateRef
+    from worker.pipeline.steps import detect_many
 
     submitted = submit_artifact(
         gate.rt, b"store blinks", [fixture_policy("trivial")], enqueue=lambda _gid: None
     )
-    ref = gate_ref(submitted.gates[0])
+    ref = GateRef.of(submitted.gates[0])
 
     class Down:
         def get(self, key: str) -> bytes:
