@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain, islice
@@ -31,7 +31,9 @@ from policies.loader import RULES_DIR, ruleset_content
 from policies.schema import HarmPolicy
 from worker.core.diff import Diff
 from worker.core.errors import ConfigError
+from worker.core.hooks import hook_target_evidence
 from worker.core.literals import hyperscan, scan
+from worker.core.models import Evidence
 from worker.core.normalize import near_rtl
 
 __all__ = [
@@ -363,11 +365,14 @@ def _passes(rule: Rule, data: bytes, start: int, end: int) -> bool:
 
 @dataclass(frozen=True)
 class CheckContext:
-    """What a computed check may look at: the artifact, its diff, the signals seen so far."""
+    """What a computed check may look at: the artifact, its diff, the signals seen so far, and
+    (for checks that weigh other rules' hits) a way to scan one section of the artifact again
+    on its own, which returns the pattern rules' evidence there."""
 
     data: bytes
     diff: Diff | None
     signals: dict[str, tuple[int, int]]
+    rescan: Callable[[int, int], Mapping[str, Evidence]] | None = None
 
 
 CheckFn = Callable[[CheckContext], list[tuple[int, int]]]
@@ -431,6 +436,7 @@ CHECKS.update(
         "new-executable-binary": _new_executable,
         "manifest-only-release": _manifest_only,
         "bidi-override": _bidi_override,
+        "hook-target-evidence": hook_target_evidence,
     }
 )
 
