@@ -1,7 +1,7 @@
-"""Versioned harm policies, their schema and loader."""
+"""Versioned harm policies and their loader; the schema lives in :mod:`worker.core.policy`."""
 
 from policies.loader import PolicyError, available_policies, load_policy
-from policies.schema import DetectorSpec, HarmPolicy, PrecheckConfig, Protocol, Quorum
+from worker.core.policy import DetectorSpec, HarmPolicy, PrecheckConfig, Protocol, Quorum
 
 __all__ = [
     "DetectorSpec",

@@ -5,6 +5,10 @@ local model detectors read, so a gate's recorded fingerprint says exactly which 
 models judged it. Every load looks at the files (a ``stat`` each) and only new content is
 read, parsed and validated: an edited policy or rule file, or a retrained model, takes effect
 in every process on its next gate, with no restart and no stale cache.
+
+This is the only place that reads policy and rule files: the policy it returns carries each
+named rule file's parsed content and sha256 (``HarmPolicy.ruleset_source``), and
+:mod:`worker.core` compiles rules from that data, cached by sha256, without opening a file.
 """
 
 from __future__ import annotations
@@ -13,15 +17,17 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import yaml
 
-from policies.schema import HarmPolicy
+from worker.core.errors import ConfigError
+from worker.core.policy import HarmPolicy, RulesetSource
+from worker.core.ruleset import CompiledRuleset, Engine, compile_source, policy_rulesets
 
 POLICY_DIR = Path(__file__).resolve().parent
 RULES_DIR = POLICY_DIR / "rules"
@@ -36,7 +42,7 @@ MODEL_FILES: dict[str, tuple[str, ...]] = {
 ABSENT = "absent"  # the digest of a model file that is not there (its detector votes unavailable)
 
 
-class PolicyError(Exception):
+class PolicyError(ConfigError):
     """A policy could not be found or does not validate."""
 
 
@@ -116,6 +122,39 @@ def ruleset_content(name: str) -> FileContent:
     return current_content(os.path.join(RULES_DIR, f"{name}.yaml"))
 
 
+def ruleset_source(name: str) -> RulesetSource:
+    """``policies/rules/<name>.yaml`` as it is now, parsed (once per content): ``OSError`` if it
+    cannot be read, ``yaml.YAMLError`` if it is not YAML."""
+    content = ruleset_content(name)
+    return _parsed_ruleset(name, content.raw, content.sha256)
+
+
+@lru_cache(maxsize=64)
+def _parsed_ruleset(name: str, raw: bytes, sha256: str) -> RulesetSource:
+    document: Any = yaml.safe_load(raw)
+    return RulesetSource(name=name, sha256=sha256, document=document)
+
+
+def load_ruleset(name: str, engine: Engine = "auto") -> CompiledRuleset:
+    """Validate and compile ``policies/rules/<name>.yaml`` as it is on disk now (compiled once
+    per content); ``ConfigError`` if it is missing or invalid."""
+    try:
+        source = ruleset_source(name)
+    except OSError as exc:
+        raise ConfigError(f"unknown ruleset {name!r}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"ruleset {name}.yaml is invalid: {exc}") from exc
+    return compile_source(source, engine)
+
+
+def resolve_rulesets(policy: HarmPolicy, names: Sequence[str]) -> list[CompiledRuleset]:
+    """The compiled rulesets ``names``: those ``policy`` was loaded with exactly as it pinned
+    them, any other (a detector's own ``rulesets`` option) as its file is now."""
+    pinned = [name for name in names if policy.ruleset_source(name) is not None]
+    compiled = dict(zip(pinned, policy_rulesets(policy, pinned), strict=True))
+    return [compiled[name] if name in compiled else load_ruleset(name) for name in names]
+
+
 def load_policy(policy: str) -> HarmPolicy:
     """Load and validate a policy by id (``prompt-injection``) or YAML path, as it is on disk now."""
     path = policy_path(policy)
@@ -127,16 +166,42 @@ def load_policy(policy: str) -> HarmPolicy:
     except OSError as exc:
         raise PolicyError(f"policy {filename} cannot be read: {exc}") from exc
     parsed = _validated(content.raw, filename)
-    digests: list[tuple[str, str]] = []
+    sources: list[tuple[str, RulesetSource]] = []
     for name in named_rulesets(parsed):
         try:
-            digests.append((name, ruleset_content(name).sha256))
+            sources.append((name, ruleset_source(name)))
         except OSError as exc:
             raise PolicyError(
                 f"policy {filename} names ruleset {name!r}, which cannot be read: {exc}"
             ) from exc
+        except yaml.YAMLError as exc:
+            raise PolicyError(f"policy {filename} names ruleset {name!r}, which is invalid: {exc}") from exc
     models = tuple((key, path, model_sha256(path)) for key, path in named_models(parsed))
-    return _fingerprinted(content.raw, filename, content.sha256, tuple(digests), models)
+    return _fingerprinted(content.raw, filename, content.sha256, tuple(sources), models)
+
+
+class PolicyResolver:
+    """Resolves each policy a task meets once: a batch of gates under one policy, each with
+    several detectors, looks at the policy's files once, not once per detector per gate.
+
+    Keep one per task (not longer: a later task must see an edited policy); it is not
+    shared between threads.
+    """
+
+    def __init__(self) -> None:
+        self._resolved: dict[str, HarmPolicy] = {}
+
+    def resolve(self, ref: str, sha256: str | None = None) -> HarmPolicy:
+        """The policy ``ref`` as it is now (loaded on first use only); with ``sha256``, a
+        ``PolicyError`` unless that is still its fingerprint (it changed since submission)."""
+        policy = self._resolved.get(ref)
+        if policy is None:
+            policy = self._resolved[ref] = load_policy(ref)
+        if sha256 is not None and policy.sha256 != sha256:
+            raise PolicyError(
+                f"policy {policy.id} changed since submission ({sha256[:12]} -> {policy.sha256[:12]})"
+            )
+        return policy
 
 
 def named_rulesets(policy: HarmPolicy) -> tuple[str, ...]:
@@ -193,17 +258,18 @@ def _fingerprinted(
     raw: bytes,
     filename: str,
     sha256: str,
-    rulesets: tuple[tuple[str, str], ...],
+    rulesets: tuple[tuple[str, RulesetSource], ...],
     models: tuple[tuple[str, str, str], ...],
 ) -> HarmPolicy:
-    """One object per content (the same object on every load while nothing changes).
+    """One object per content (the same object on every load while nothing changes: each
+    unchanged rule file gives the same ``RulesetSource``).
 
     The fingerprint: the sha256 of the policy's own sha256, each named rule file's and each
     model file's (``models``: key, path, digest).
     """
     fingerprint = hashlib.sha256(sha256.encode())
-    for name, digest in rulesets:
-        fingerprint.update(b"\0ruleset %s\0%s" % (name.encode(), digest.encode()))
+    for name, source in rulesets:
+        fingerprint.update(b"\0ruleset %s\0%s" % (name.encode(), source.sha256.encode()))
     for key, _, digest in models:
         fingerprint.update(b"\0model %s\0%s" % (key.encode(), digest.encode()))
     policy = _validated(raw, filename).model_copy(update={"sha256": fingerprint.hexdigest()})

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 
+from producers.mail import MailError, MailOptions, is_mailbox, read_mailbox
 from producers.registry import (
     RegistryError,
     ReleaseArchives,
@@ -23,15 +24,17 @@ from producers.registry import (
     fetch_archives,
     is_spec,
 )
+from producers.tables import Fields, RowError, Table, is_table
+from worker.core.errors import UsageError
 
 
-class InputError(Exception):
+class InputError(UsageError):
     """An input given on the command line cannot be read."""
 
 
 # Inputs that hold many artifacts: each member is gated on its own, so one bad e-mail quarantines
 # that e-mail, not the whole mailbox. Expanded to ``KIND:PATH#KEY`` names (see read_inputs).
-CONTAINERS = ("mbox", "maildir", "jsonl")
+CONTAINERS = ("mbox", "maildir", "jsonl", "csv")
 
 
 def _container(raw: str) -> tuple[str, str] | None:
@@ -49,8 +52,8 @@ class _Members:
     def __init__(self, kind: str, path: str) -> None:
         self.kind, self.path = kind, path
         self.box: mailbox.Mailbox[mailbox.Message] | None = None
-        self.offsets: dict[str, int] = {}  # JSON lines: line number -> byte offset
         self.keys: dict[str, str] = {}  # mailboxes: key as text -> mailbox key (mbox keys are ints)
+        self.table: Table | None = None  # JSON lines and CSV: producers.tables
         try:
             if kind == "mbox":
                 if not Path(path).is_file():
@@ -65,26 +68,22 @@ class _Members:
             if self.box is not None:
                 keys = [(str(k), k) for k in self.box.iterkeys()]
                 self.keys = dict(keys if kind == "mbox" else sorted(keys))
-            else:
-                with open(path, "rb") as fh:
-                    offset = 0
-                    for number, line in enumerate(fh, start=1):
-                        if line.strip():
-                            self.offsets[str(number)] = offset
-                        offset += len(line)
+            elif is_table(kind):
+                self.table = Table(kind, path)
+        except RowError as exc:
+            raise InputError(str(exc)) from exc
         except OSError as exc:
             raise InputError(f"cannot read {kind}:{path}: {exc.strerror or exc}") from exc
 
     def names(self) -> list[str]:
         """The members' keys, in file order (mbox, JSON lines) or sorted (Maildir file names)."""
-        return list(self.keys if self.box is not None else self.offsets)
+        if self.table is not None:
+            return self.table.names()
+        return list(self.keys)
 
     def get(self, name: str) -> bytes:
-        if self.box is not None:
-            return self.box.get_bytes(self.keys[name])
-        with open(self.path, "rb") as fh:
-            fh.seek(self.offsets[name])
-            return fh.readline().rstrip(b"\r\n")
+        assert self.box is not None
+        return self.box.get_bytes(self.keys[name])
 
 
 _OPENED: dict[tuple[str, str], tuple[tuple[int, ...], _Members]] = {}
@@ -124,7 +123,7 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
     """
     out: list[str] = []
     for raw in paths:
-        if raw == "-" or (is_spec(raw) and not Path(raw).exists()):
+        if raw == "-" or is_mailbox(raw) or (is_spec(raw) and not Path(raw).exists()):
             out.append(raw)
             continue
         container = _container(raw)
@@ -208,12 +207,40 @@ class _Releases:
         self.client.close()
 
 
+def _member(
+    members: _Members, key: str, fields: Fields | None, errors: list[str] | None
+) -> Iterator[tuple[str, bytes]]:
+    """One member of a container; a table row that does not parse is recorded in ``errors``."""
+    if members.table is None:
+        yield f"{members.path}#{key}", members.get(key)
+        return
+    try:
+        row = members.table.row(key, fields or {})
+    except RowError as exc:
+        if errors is None:
+            raise InputError(str(exc)) from exc
+        errors.append(str(exc))
+        return
+    yield row
+
+
+def _mailbox(name: str, errors: list[str] | None, options: MailOptions) -> Iterator[tuple[str, bytes]]:
+    try:
+        yield from read_mailbox(name, errors, options)
+    except MailError as exc:
+        if errors is None:
+            raise InputError(str(exc)) from exc
+        errors.append(str(exc))
+
+
 def read_inputs(
     paths: Sequence[str],
     errors: list[str] | None = None,
     fetch_ahead: int = 8,
     download: Callable[[httpx.Client, str], ReleaseArchives] = fetch_archives,
     diff: Callable[[ReleaseArchives], ReleaseDiff] = diff_archives,
+    fields: Fields | None = None,
+    mail: MailOptions | None = None,
 ) -> Iterator[tuple[str, bytes]]:
     """Yield ``(source name, bytes)`` for each expanded input, in order.
 
@@ -221,7 +248,10 @@ def read_inputs(
     in threads, unpacking and diffing in one process per core, started on first need), still
     yielded in input order. One that cannot be fetched, verified or opened raises
     :class:`InputError`, or, when ``errors`` is given, is recorded there and the batch goes on
-    (the caller reports it and exits non-zero).
+    (the caller reports it and exits non-zero). So is a table row that does not parse
+    (``intake_failed`` with its line, see :mod:`producers.tables`); ``fields`` maps table rows.
+    A live mailbox (``imaps://...``, :mod:`producers.mail`) yields its unmarked messages and marks
+    each when the next item is asked for: the caller must register an item before asking again.
     """
     names = iter(paths)
     ahead: deque[tuple[str, Future[ReleaseDiff] | None]] = deque()
@@ -238,13 +268,16 @@ def read_inputs(
             if not ahead:
                 return
             name, fetching = ahead.popleft()
+            if fetching is None and is_mailbox(name):
+                yield from _mailbox(name, errors, mail or MailOptions())
+                continue
             if fetching is None:
                 where, _, key = name.rpartition("#")
                 container = _container(where) if where else None
                 if container is not None:
                     if members is None or (members.kind, members.path) != container:
                         members = _members(*container)
-                    yield f"{members.path}#{key}", members.get(key)
+                    yield from _member(members, key, fields, errors)
                     continue
                 yield ("<stdin>", sys.stdin.buffer.read()) if name == "-" else (name, Path(name).read_bytes())
                 continue

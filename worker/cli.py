@@ -34,6 +34,19 @@ PolicyOpt = Annotated[
     typer.Option("--policy", "-p", help="Policy id or YAML path; repeat to gate under several."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
+FieldOpt = Annotated[
+    list[str] | None,
+    typer.Option("--field", help="jsonl:/csv: rows: content=FIELD (repeatable), source=FIELD."),
+]
+
+
+def _fields(field: list[str] | None, settings: Any) -> dict[str, list[str]]:
+    from producers.tables import FieldError, parse_fields
+
+    try:
+        return parse_fields(field or [settings.table_fields])
+    except FieldError as exc:
+        raise _usage(str(exc)) from exc
 
 
 def _usage(message: str) -> typer.Exit:
@@ -81,6 +94,7 @@ def scan(
     paths: Annotated[list[str], typer.Argument(help="Files, folders, or - for stdin.")],
     policy: PolicyOpt = None,
     json_out: JsonOpt = False,
+    field: FieldOpt = None,
 ) -> None:
     """Gate files now with the embedded default (no services needed).
 
@@ -90,17 +104,20 @@ def scan(
     from rich.progress import Progress
 
     from producers.files import read_inputs
+    from producers.mail import options_from
     from worker.tasks.embedded import EmbeddedGate
 
     policies = _policies(policy)
     names = _inputs(paths)
-    gate = EmbeddedGate(_settings())
+    settings = _settings()
+    fields = _fields(field, settings)
+    gate = EmbeddedGate(settings)
     err = Console(stderr=True)
     rows: list[tuple[str, Any]] = []
     failed: list[str] = []
     with Progress(console=err, transient=True, disable=len(names) < 2 or not err.is_terminal) as bar:
         task = bar.add_task("gating", total=len(names))
-        for name, data in read_inputs(names, failed):
+        for name, data in read_inputs(names, failed, fields=fields, mail=options_from(settings)):
             submitted = gate.submit(data, policies, source=name)
             rows.extend((name, g) for g in submitted.gates)
             bar.advance(task)
@@ -151,12 +168,14 @@ def submit(
     paths: Annotated[list[str], typer.Argument(help="Files, folders, or - for stdin.")],
     policy: PolicyOpt = None,
     json_out: JsonOpt = False,
+    field: FieldOpt = None,
 ) -> None:
     """Store artifacts, create their gates and enqueue them on the configured broker.
 
     Artifacts given together are enqueued together, ``CANARY_BATCH_SIZE`` gates per message.
     """
     from producers.files import read_inputs
+    from producers.mail import options_from
     from worker.core.errors import ConfigError
     from worker.pipeline.intake import submit_many
     from worker.pipeline.runtime import build_runtime
@@ -165,6 +184,7 @@ def submit(
     policies = _policies(policy)
     names = _inputs(paths)
     settings = _settings()
+    fields = _fields(field, settings)
     try:
         celery_app = create_app(settings, eager=False)
     except ConfigError as exc:
@@ -178,7 +198,12 @@ def submit(
             # subscribes to a result channel per message it sends.
             celery_app.send_task("canary.precheck", (gate_ids,), producer=producer, ignore_result=True)
 
-        submitted = submit_many(rt, read_inputs(names, failed), policies, enqueue_batch)
+        submitted = submit_many(
+            rt,
+            read_inputs(names, failed, fields=fields, mail=options_from(settings)),
+            policies,
+            enqueue_batch,
+        )
     for sub in submitted:
         for gate, new in zip(sub.gates, sub.created, strict=True):
             if json_out:
@@ -403,24 +428,32 @@ def _highlighted(data: bytes, lo: int, hi: int, spans: list[tuple[int, int]]) ->
 def review_decide(
     gate_id: Annotated[str, typer.Argument(help="Gate in review.")],
     decision: Annotated[str, typer.Option("--decision", "-d", help="allow or quarantine")],
-    by: Annotated[str, typer.Option("--by", help="Reviewer name (recorded in the audit trail).")],
     note: Annotated[str, typer.Option(help="Why.")] = "",
+    by: Annotated[str | None, typer.Option("--by", hidden=True, help="Deprecated: must name you.")] = None,
 ) -> None:
-    """Record a reviewer's decision and route the artifact accordingly.
+    """Record your decision and route the artifact accordingly.
 
-    A gate in review goes to allow or quarantine. A quarantined gate is confirmed
-    (quarantine) or released as a false positive (allow, which needs --note).
+    You are the reviewer whose token is CANARY_REVIEW_TOKEN, or the one mapped to your OS user
+    (`canary review add-user NAME --os-user USER`). A gate in review goes to allow or
+    quarantine. A quarantined gate is confirmed (quarantine) or released as a false positive
+    (allow, which needs --note; a decisive pre-check quarantine needs a second reviewer).
     """
     from worker.pipeline.review import ReviewError, resolve
     from worker.pipeline.runtime import build_runtime
+    from worker.web.review.commands import cli_reviewer
 
     if decision not in ("allow", "quarantine"):
         raise _usage("--decision must be allow or quarantine")
+    settings = _settings()
+    person = cli_reviewer(settings, by)
     try:
-        gate = resolve(build_runtime(_settings(), role="reviewer"), gate_id, decision, by, note)  # type: ignore[arg-type]
+        gate = resolve(build_runtime(settings, role="reviewer"), gate_id, decision, person, note)  # type: ignore[arg-type]
     except ReviewError as exc:
         raise _usage(str(exc)) from exc
-    typer.echo(f"{gate.id}\t{gate.status}\t{by}")
+    waiting = decision == "allow" and gate.status == "quarantine"
+    typer.echo(
+        f"{gate.id}\t{'release requested: a second reviewer must approve' if waiting else gate.status}\t{person}"
+    )
 
 
 def main() -> None:
@@ -437,3 +470,14 @@ app.command("eval")(eval_command)
 from worker.adapters.metrics import metrics_command  # noqa: E402
 
 app.command("metrics")(metrics_command)
+
+from worker.web.serve import serve_command  # noqa: E402
+
+app.command("serve")(serve_command)
+
+from worker.web.review.commands import add_user_command, token_command  # noqa: E402
+from worker.web.review.commands import serve_command as review_serve_command  # noqa: E402
+
+review_app.command("serve")(review_serve_command)
+review_app.command("add-user")(add_user_command)
+review_app.command("token")(token_command)

@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker.core.errors import ConfigError
@@ -48,6 +48,28 @@ class Settings(BaseSettings):
     # set true to have workers send them from start.
     task_events: bool = False
 
+    # Allowed messages carry an HMAC-SHA256 signature with this key (worker.core.signature); unset,
+    # a random key is kept in ``<data_dir>/signing.key`` (mode 0600) for one host's use.
+    signing_key: SecretStr | None = None
+    # The review app (worker.web.review): the key its session cookies are signed with (unset: a
+    # random key per process, sessions end on restart), the header a reverse proxy puts the
+    # signed-in reviewer's name in (unset: the app's own log-in), and the CLI's reviewer token.
+    review_secret: SecretStr | None = None
+    review_trusted_header: str | None = None
+    review_token: SecretStr | None = None
+    # HTTP intake (``canary serve``, worker.web.intake): bearer tokens, comma-separated; with none
+    # the server listens on loopback only. Bodies over ``max_request_bytes`` are refused (413).
+    api_tokens: str = ""
+    max_request_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    # jsonl:/csv: inputs: which fields are a row's content and source (producers.tables), e.g.
+    # "content=body,source=id"; `--field` on the command line replaces it.
+    table_fields: str = ""
+    # imaps:// inputs (producers.mail): the variable holding the password, a CA file to verify the
+    # server against (default: the system's), and the largest message gated.
+    mail_password_env: str = "CANARY_MAIL_PASSWORD"
+    mail_ca_file: str | None = None
+    mail_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+
     @model_validator(mode="after")
     def _check(self) -> Settings:
         if self.hard_time_limit_s <= self.soft_time_limit_s:
@@ -62,6 +84,10 @@ class Settings(BaseSettings):
     def embedded(self) -> bool:
         """No broker configured: run the task graph in-process."""
         return self.broker_url is None
+
+    @property
+    def api_token_list(self) -> list[str]:
+        return [t.strip() for t in self.api_tokens.split(",") if t.strip()]
 
     @property
     def visibility_timeout(self) -> float:

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from worker.core import literals
-from worker.core.decode import _GATES
 from worker.core.literals import LiteralSet
+from worker.core.payloads import _GATES
 
 LITERALS = (b"ase64", b"\\", b"[", b" 0110", b"=\n", b"uoted-printable")
 
@@ -17,6 +17,7 @@ needs_hyperscan = pytest.mark.skipif(literals.hyperscan is None, reason="hypersc
 
 @pytest.mark.parametrize("use_hyperscan", [pytest.param(True, marks=needs_hyperscan), False])
 def test_each_literal_present_is_reported_and_no_other(use_hyperscan):
+    """Each literal that occurs is reported, no other, and an empty buffer has none."""
     found = LiteralSet(LITERALS, use_hyperscan=use_hyperscan)
     data = b"Content-Transfer-Encoding: quoted-printable\nsoft=\nbreak and a \\u0041 escape"
     assert found.present(data) == {b"=\n", b"uoted-printable", b"\\"}

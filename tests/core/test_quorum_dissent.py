@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from policies.schema import Quorum
 from worker.core.models import Coverage, ErrorKind, PrecheckResult, Vote
+from worker.core.policy import Quorum
 from worker.core.quorum import decide_quorum
 
 CLEAN = PrecheckResult(verdict="harmless")

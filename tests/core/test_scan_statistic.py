@@ -25,6 +25,7 @@ def null() -> WindowNull:
 
 
 def test_one_window_reads_the_window_tail(null: WindowNull) -> None:
+    """For one window the scan statistic is that window's own tail probability."""
     for x in (-2.0, 0.0, 2.0, 5.0):
         tail = 1.0 / (1.0 + math.exp(x))
         p = 1.0 - expit(null.artifact_logit(x, 1))
@@ -32,6 +33,7 @@ def test_one_window_reads_the_window_tail(null: WindowNull) -> None:
 
 
 def test_the_same_best_window_counts_for_less_in_a_longer_artifact(null: WindowNull) -> None:
+    """The same best window scores strictly lower the more windows it was the best of."""
     scores = [null.artifact_logit(3.0, n) for n in (1, 10, 100, 1_000, 100_000)]
     assert scores == sorted(scores, reverse=True)
     assert len(set(scores)) == len(scores)
@@ -40,6 +42,7 @@ def test_the_same_best_window_counts_for_less_in_a_longer_artifact(null: WindowN
 def test_many_harmless_windows_do_not_add_up_to_harmful(null: WindowNull) -> None:
     # The best of n harmless windows: its scan statistic stays spread out whatever n is, where the
     # raw maximum climbs to certainty (the reason for the null).
+    """The best of many harmless windows stays middling where the raw maximum reads certain."""
     rng = np.random.default_rng(1)
     for n in (10, 1_000, 20_000):
         bests = np.array([rng.logistic(size=n).max() for _ in range(200)])
@@ -53,12 +56,14 @@ def test_many_harmless_windows_do_not_add_up_to_harmful(null: WindowNull) -> Non
 def test_a_strong_window_stays_decisive_in_a_huge_artifact(null: WindowNull) -> None:
     # Beyond every harmless window seen, the tail is extrapolated, not flat: 25 logits is far past
     # the null's top (about 11) and still reads as near-certain among 10**6 windows.
+    """A window far past every harmless one stays near-certain among a million windows."""
     assert null.knots[-1] < 15.0
     assert expit(null.artifact_logit(25.0, 1_000_000)) > 0.99
     assert null.artifact_logit(25.0, 1_000_000) < null.artifact_logit(30.0, 1_000_000)
 
 
 def test_below_every_harmless_window_scores_zero(null: WindowNull) -> None:
+    """A best window below every harmless window seen scores zero."""
     assert expit(null.artifact_logit(float(null.knots[0]) - 1.0, 5)) == 0.0
 
 
@@ -67,6 +72,7 @@ def test_below_every_harmless_window_scores_zero(null: WindowNull) -> None:
     windows=st.integers(min_value=1, max_value=10**7),
 )
 def test_scan_statistic_is_finite_ordered_and_monotone(best: float, windows: int) -> None:
+    """The statistic is never NaN, rises with the best logit and falls with the window count."""
     null = WindowNull(
         knots=np.array([-3.0, 0.0, 2.0, 4.0]), log_tail=np.log([1.0, 0.5, 0.1, 0.01]), slope=1.0
     )
@@ -77,6 +83,7 @@ def test_scan_statistic_is_finite_ordered_and_monotone(best: float, windows: int
 
 
 def test_fitted_slope_is_bounded() -> None:
+    """The fitted tail slope is clamped to [MIN_SLOPE, MAX_SLOPE]."""
     flat = WindowNull.fit(np.concatenate([np.zeros(990), np.linspace(0.0, 1000.0, 10)]))
     steep = WindowNull.fit(np.concatenate([np.zeros(990), np.linspace(0.0, 0.001, 10)]))
     assert flat.slope == MIN_SLOPE
@@ -84,6 +91,7 @@ def test_fitted_slope_is_bounded() -> None:
 
 
 def test_archive_round_trip(null: WindowNull, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A null saved to .npz loads back with the same answers; an archive without one loads None."""
     path = tmp_path / "model.npz"
     np.savez_compressed(path, **null.arrays())
     with np.load(path) as archive:
@@ -113,6 +121,7 @@ class FixedModel:
 
 
 def test_detectors_answer_by_the_scan_statistic(null: WindowNull) -> None:
+    """With a null, length matters: a mild window blocks a short artifact only; a strong one anywhere."""
     short = b"x" * 100
     long = b"x" * 100_000
     planted = long[:50_000] + b"HOT" + long[50_000:]
@@ -130,10 +139,12 @@ def test_detectors_answer_by_the_scan_statistic(null: WindowNull) -> None:
 
 
 def test_no_windows_score_zero(null: WindowNull) -> None:
+    """An artifact with no windows scores zero."""
     assert artifact_score(FixedModel(null=null), np.empty(0)) == 0.0
 
 
 def test_artifacts_up_to_the_reference_length_count_as_one_window() -> None:
+    """Up to reference_windows windows score as one window would."""
     rng = np.random.default_rng(2)
     logits = rng.logistic(size=5_000)
     plain, referenced = WindowNull.fit(logits), WindowNull.fit(logits, reference_windows=10.0)

@@ -169,7 +169,7 @@ def test_batch_is_split_so_each_detector_fits_its_worst_case_in_the_soft_limit(g
 def test_large_artifacts_get_chords_of_their_own_budget():
     """Budgets add up per chord: small gates share one, a gate whose budget fills the soft limit
     goes alone, and one whose budget exceeds it alone still goes (bounded by the limit)."""
-    from policies.schema import HarmPolicy
+    from worker.core.policy import HarmPolicy
 
     policy = HarmPolicy.model_validate(
         {

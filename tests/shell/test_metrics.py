@@ -32,7 +32,7 @@ def stuck_gate(gate, name: str, attempts: int, deadline_s: float, age_s: float =
         deadline=utcnow() + timedelta(seconds=deadline_s),
         created_at=utcnow() - timedelta(seconds=age_s),
     )
-    return gate.rt.repo.create_or_get(row, "test")[0]
+    return gate.rt.repo.register([row], "test")[0][0]
 
 
 def sample(registry, name: str, **labels: str) -> float | None:

@@ -7,9 +7,9 @@ import hashlib
 import pytest
 
 from policies.loader import load_policy
-from policies.schema import DetectorSpec
 from worker.core.detector import Artifact, Detector, cast_vote, parse_verdict
 from worker.core.errors import ConfigError
+from worker.core.policy import DetectorSpec
 from worker.core.precheck import run_precheck
 from worker.detectors.local.rules import DEFAULT_RATIO, RulesDetector
 

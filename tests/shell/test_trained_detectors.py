@@ -13,9 +13,9 @@ from email.message import EmailMessage
 import pytest
 
 from policies.loader import load_policy
-from policies.schema import DetectorSpec, HarmPolicy
 from worker.core.detector import Artifact, Detector
 from worker.core.errors import ConfigError
+from worker.core.policy import DetectorSpec, HarmPolicy
 from worker.detectors import build_detector
 from worker.detectors.local.lexical import LexicalDetector
 from worker.detectors.local.lexical import load_model as load_lexical

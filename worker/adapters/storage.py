@@ -83,10 +83,12 @@ class S3Store:
         )
 
     def ensure_bucket(self) -> None:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             self.client.head_bucket(Bucket=self.bucket)
+        except BotoCoreError as exc:  # the endpoint cannot be reached
+            raise StorageError(f"cannot reach s3://{self.bucket}: {type(exc).__name__}") from exc
         except ClientError:
             try:
                 self.client.create_bucket(Bucket=self.bucket)
@@ -116,13 +118,15 @@ class S3Store:
             raise StorageError(f"cannot get s3://{self.bucket}/{key}: {type(exc).__name__}") from exc
 
     def exists(self, key: str) -> bool:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             self.client.head_object(Bucket=self.bucket, Key=key)
             return True
         except ClientError:
             return False
+        except BotoCoreError as exc:  # the endpoint cannot be reached: not "absent"
+            raise StorageError(f"cannot head s3://{self.bucket}/{key}: {type(exc).__name__}") from exc
 
 
 class CachedReader:

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol, runtime_checkable
 
-from policies.schema import HarmPolicy
-from policies.schema import Protocol as AnswerProtocol
 from worker.core.models import Answer, Coverage, ErrorKind, Verdict, Vote
+from worker.core.policy import HarmPolicy
+from worker.core.policy import Protocol as AnswerProtocol
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ Three pure pieces the LLM detectors are built from:
   full-width forms, diacritics, zero-width characters, common Cyrillic/Greek
   look-alikes or separators between the letters. So neither tag can appear
   inside the fenced content for any payload, whatever nonce the payload guesses.
-- :func:`build_system_prompt` turns a :class:`~policies.schema.HarmPolicy`
+- :func:`build_system_prompt` turns a :class:`~worker.core.policy.HarmPolicy`
   into the detector's instructions, with a random canary sentence planted in it.
 - :func:`leaked` says whether a model's output repeats that canary sentence
   (lower-cased, whitespace-collapsed, or with punctuation and spacing stripped):
@@ -28,7 +28,7 @@ import secrets
 import unicodedata
 from typing import Final
 
-from policies.schema import HarmPolicy
+from worker.core.policy import HarmPolicy
 
 TAG: Final = "UNTRUSTED_INPUT"
 REDACTION: Final = "[fence-tag redacted]"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from worker.core.diff import DiffFile
 
 if TYPE_CHECKING:
-    from worker.core.ruleset import CheckContext
+    from worker.core.checks import CheckContext
 
 __all__ = ["HOOK_TARGET_MIN", "hook_target_evidence"]
 

@@ -14,8 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Verdict = Literal["harmful", "harmless"]
 Decision = Literal["allow", "quarantine", "review"]
-GateStatus = Literal["pending", "running", "allow", "quarantine", "review"]
-TERMINAL_STATUSES: frozenset[str] = frozenset({"allow", "quarantine", "review"})
 
 
 class Frozen(BaseModel):

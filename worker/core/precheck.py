@@ -43,11 +43,11 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from posixpath import basename
 
-from policies.schema import HarmPolicy
 from worker.core.decode import decode_layers, json_text
 from worker.core.diff import Diff, parse_diff
 from worker.core.models import Evidence, PrecheckResult, Span
 from worker.core.normalize import Compose, Layer, PieceBuilder, normalize
+from worker.core.policy import HarmPolicy
 from worker.core.prose import is_code, sentence_spans
 from worker.core.ruleset import CHECKS, MAX_MATCH, CheckContext, CompiledRuleset, Hit, Rule, policy_rulesets
 from worker.core.segment import segment_spans

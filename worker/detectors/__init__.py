@@ -10,9 +10,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from policies.schema import DetectorSpec, HarmPolicy
 from worker.core.detector import Detector
 from worker.core.errors import ConfigError
+from worker.core.policy import DetectorSpec, HarmPolicy
 
 KINDS: dict[str, str] = {
     "rules": "worker.detectors.local.rules:RulesDetector",

@@ -18,44 +18,50 @@ allows it.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
-from sqlalchemy.engine import CursorResult
-from sqlmodel import Session, col, select, update
-
-from worker.adapters.db import REVIEWED, Gate, Submission, not_reviewed, utcnow
+from worker.adapters.db import Gate, GateStatus, Review, utcnow
+from worker.core.errors import UsageError
 from worker.core.normalize import INVISIBLE
 from worker.pipeline.runtime import Runtime
-from worker.pipeline.steps import ArtifactCorrupt, load_artifact, publish_allowed
+from worker.pipeline.steps import ArtifactCorruptError, load_artifact, publish_allowed
+from worker.pipeline.two_person import SecondReviewerError, release_approval
 
 HumanDecision = Literal["allow", "quarantine"]
 ReviewQueue = Literal["review", "quarantine"]
 
 
-class ReviewError(Exception):
+class ReviewError(UsageError):
     """The gate is unknown or not waiting for review."""
 
 
 def waiting(rt: Runtime, limit: int = 100, queue: ReviewQueue = "review") -> list[Gate]:
     """Gates waiting for a person, oldest first: in review, or quarantined and not yet reviewed."""
-    stmt = select(Gate).where(Gate.status == queue)
-    if queue == "quarantine":
-        stmt = stmt.where(not_reviewed())
-    with Session(rt.repo.engine, expire_on_commit=False) as session:
-        return list(session.exec(stmt.order_by(col(Gate.updated_at)).limit(limit)).all())
+    return rt.repo.waiting(GateStatus(queue), limit)
 
 
 def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, note: str = "") -> Gate:
-    """Record ``person``'s decision for a gate in review or in quarantine, and route it."""
+    """Record ``person``'s decision for a gate in review or in quarantine, and route it.
+
+    A release that the two-person rule holds back (worker.pipeline.two_person) is recorded as a
+    request and the gate comes back still quarantined."""
     if not person.strip():
         raise ReviewError("a reviewer name is required")
     gate = rt.repo.get(gate_id)
-    if gate is None or gate.status not in ("review", "quarantine"):
+    if gate is None or gate.status not in (GateStatus.review, GateStatus.quarantine):
         state = gate.status if gate else "unknown"
         raise ReviewError(f"gate {gate_id} is not waiting for a person ({state})")
     was = gate.status
-    if was == "quarantine" and decision == "allow" and not note.strip():
+    if was == GateStatus.quarantine and decision == "allow" and not note.strip():
         raise ReviewError("releasing a quarantined gate needs a note saying why (--note)")
+    approval: dict[str, Any] | None = {}
+    if was == GateStatus.quarantine and decision == "allow":
+        try:
+            approval = release_approval(rt, gate, person, note)
+        except SecondReviewerError as exc:
+            raise ReviewError(str(exc)) from exc
+        if approval is None:  # the two-person rule: recorded as a request, still quarantined
+            return gate
     report = json.loads(gate.report or "{}")
     report["review"] = {
         "by": person,
@@ -63,54 +69,25 @@ def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, not
         "from": was,
         "note": note[:500],
         "at": utcnow().isoformat(),
+        **(approval or {}),
     }
     body = json.dumps(report, sort_keys=True)
-    if decision == "quarantine" and was == "review":  # bytes changed in the store: nothing is moved
+    if decision == "quarantine" and was == GateStatus.review:  # bytes changed in the store: nothing is moved
         rt.quarantine.put(f"{gate.id}/artifact", _checked_bytes(rt, gate), encrypt=True)
-    if decision == "quarantine" or was == "quarantine":
+    if decision == "quarantine" or was == GateStatus.quarantine:
         rt.quarantine.put(
             f"{gate.id}/report.json", body.encode(), encrypt=True, content_type="application/json"
         )
-    actor = f"person:{person}"
-    with Session(rt.repo.engine) as session:
-        # An UPDATE returns a CursorResult (which has rowcount); Session.execute is typed as Result.
-        changed = cast(
-            "CursorResult[Any]",
-            session.execute(
-                update(Gate)
-                .where(col(Gate.id) == gate_id, col(Gate.status) == was)
-                .values(
-                    status=decision,
-                    decision=decision,
-                    report=body,
-                    updated_at=utcnow(),
-                    reason=f"reviewed by {person}: {decision} (was {was}: {gate.reason})"[:500],
-                )
-            ),
-        ).rowcount
-        if not changed:
-            raise ReviewError(f"gate {gate_id} left {was} meanwhile")
-        rt.repo.audit(session, gate_id, f"{REVIEWED}{decision}", actor, note)
-        ready = reopen_submissions(session, gate.sha256) if decision == "allow" else []
-        session.commit()
+    reason = f"reviewed by {person}: {decision} (was {was}: {gate.reason})"
+    review = Review(gate_id, was, decision, body, reason, note)
+    ready = rt.repo.record_review(review, f"person:{person}", gate.sha256)
+    if ready is None:
+        raise ReviewError(f"gate {gate_id} left {was} meanwhile")
     for sub_id, gate_ids in ready:
         publish_allowed(rt, sub_id, gate_ids)
     fresh = rt.repo.get(gate_id)
     assert fresh is not None
     return fresh
-
-
-def reopen_submissions(session: Session, sha256: str) -> list[tuple[str, list[str]]]:
-    """Submissions of this artifact that are now allowed under every policy."""
-    ready: list[tuple[str, list[str]]] = []
-    subs = session.exec(select(Submission).where(Submission.sha256 == sha256, Submission.published == False))  # noqa: E712
-    for sub in subs.all():
-        statuses = [g.status for g in session.exec(select(Gate).where(col(Gate.id).in_(sub.gates)))]
-        if len(statuses) == len(sub.gates) and all(s == "allow" for s in statuses):
-            sub.status = "allow"
-            session.add(sub)
-            ready.append((sub.id, sub.gates))
-    return ready
 
 
 # What a terminal would act on or a reader would not see: C0/C1 controls (escape sequences), and
@@ -129,6 +106,7 @@ _SHOWN = (
     | INVISIBLE
 )
 _WRITTEN_OUT = {cp: f"\\u{cp:04x}" for cp in _SHOWN}
+HIDDEN_CODEPOINTS = _SHOWN  # what ``visible`` writes out (the web app marks each one)
 
 
 def visible(data: bytes) -> str:
@@ -149,5 +127,5 @@ def _checked_bytes(rt: Runtime, gate: Gate) -> bytes:
     """The gate's artifact bytes; a ReviewError when the store no longer holds what was classified."""
     try:
         return load_artifact(rt, gate).data
-    except ArtifactCorrupt as exc:
+    except ArtifactCorruptError as exc:
         raise ReviewError(f"gate {gate.id}: {exc}") from exc

@@ -23,10 +23,11 @@ import structlog
 
 from policies import HarmPolicy, load_policy
 from policies.loader import PolicyError
-from worker.adapters.db import Gate, Outcome, utcnow
+from worker.adapters.db import Gate, GateStatus, Outcome, utcnow
+from worker.adapters.signing import sign_allowed
 from worker.adapters.storage import sha256_hex
 from worker.core.detector import Artifact, cast_vote, error_vote
-from worker.core.errors import DetectorError, StorageError
+from worker.core.errors import CanaryError, DetectorError, StorageError
 from worker.core.models import Coverage, Decision, ErrorKind, PolicyRef, PrecheckResult, Report, Timings, Vote
 from worker.core.quorum import decide_quorum
 from worker.detectors import detector_for
@@ -35,14 +36,14 @@ from worker.pipeline.runtime import Runtime
 log = structlog.get_logger("canary.gate")
 
 
-class ArtifactCorrupt(Exception):
+class ArtifactCorruptError(CanaryError):
     """The stored bytes do not hash to the gate's sha256: never classify them."""
 
 
 def load_artifact(rt: Runtime, gate: Gate) -> Artifact:
     data = rt.reader.get(gate.object_key)
     if sha256_hex(data) != gate.sha256:
-        raise ArtifactCorrupt("artifact bytes do not match their sha256")
+        raise ArtifactCorruptError("artifact bytes do not match their sha256")
     return Artifact(sha256=gate.sha256, data=data)
 
 
@@ -81,7 +82,7 @@ def begin_many(rt: Runtime, gate_ids: Sequence[str]) -> Started:
             continue
         try:
             started.ready.append((gate, gate_policy(gate), load_artifact(rt, gate)))
-        except (PolicyError, ArtifactCorrupt) as exc:
+        except (PolicyError, ArtifactCorruptError) as exc:
             started.failed.append((gate.id, str(exc)))
         except StorageError as exc:
             # The store may be back later: this gate stays open (visibly ``running``) and the
@@ -345,7 +346,7 @@ def route_many(rt: Runtime, decided: Sequence[tuple[Gate, Report]]) -> None:
     for (gate, report), outcome in zip(decided, outcomes, strict=True):
         if gate.id in won:
             log.info("gate_decided", gate_id=gate.id, policy=gate.policy_id, decision=report.decision)
-            gate.status, gate.report = report.decision, outcome.report
+            gate.status, gate.report = GateStatus(report.decision), outcome.report
             known[gate.id] = gate
     publish_submissions(rt, [(sub.id, sub.gates) for sub in publish], known)
 
@@ -382,6 +383,8 @@ def _publish_one(rt: Runtime, submission_id: str, gate_ids: Sequence[str], gates
             "submission_id": submission_id,
             "gate_ids": list(gate_ids),
             "sha256": first.sha256,
+            "decision": "allow",
+            "signature": sign_allowed(rt.settings, submission_id, first.sha256),
             "object_key": first.object_key,
             "object_store": rt.store.location,
             "policies": [g.policy_id for g in ordered],

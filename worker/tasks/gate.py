@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from celery import chord, current_app, shared_task
-from sqlalchemy.exc import OperationalError
 
 from policies import HarmPolicy
 from worker.adapters.db import Gate
-from worker.core.errors import StorageError
+from worker.core.errors import DatabaseUnavailableError, StorageError
 from worker.core.models import PrecheckResult
 from worker.pipeline.runtime import runtime_for
 from worker.pipeline.steps import (
@@ -31,7 +30,7 @@ from worker.settings import Settings
 # Infrastructure hiccups (database restart, S3 blip) retry with backoff; the gate stays open
 # meanwhile and the sweeper is the backstop if retries run out.
 RETRY = {
-    "autoretry_for": (OperationalError, StorageError),
+    "autoretry_for": (DatabaseUnavailableError, StorageError),
     "retry_backoff": 0.5,
     "retry_backoff_max": 30,
     "retry_jitter": True,

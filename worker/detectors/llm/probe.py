@@ -30,11 +30,11 @@ from typing import Any
 import httpx
 import structlog
 
-from policies.schema import HarmPolicy
 from worker.core.detector import Artifact, verdict_output
 from worker.core.errors import DetectorError
 from worker.core.fence import fence_artifact, leaked, new_canary_sentence, new_nonce, skeleton
 from worker.core.models import Answer, ErrorKind, Verdict
+from worker.core.policy import HarmPolicy
 from worker.detectors.llm.api import APIS, ChatClient
 from worker.detectors.llm.chat import WindowTally, artifact_windows
 from worker.detectors.llm.options import ProbeOptions, parse_options

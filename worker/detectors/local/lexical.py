@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from policies.schema import HarmPolicy
+from worker.core.policy import HarmPolicy
 from worker.detectors.local.ngrams import featurize
 from worker.detectors.local.scan_statistic import WindowNull
 from worker.detectors.local.windows import (

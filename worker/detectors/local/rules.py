@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies.schema import HarmPolicy
+from policies.loader import load_ruleset, resolve_rulesets
 from worker.core.detector import Artifact, verdict_output
 from worker.core.errors import ConfigError
 from worker.core.models import Answer, Coverage, Verdict
-from worker.core.precheck import scan_policy
-from worker.core.ruleset import load_ruleset
+from worker.core.policy import HarmPolicy
+from worker.core.precheck import scan_rules
 
 DEFAULT_RATIO = 0.5  # vote harmful from this fraction of the policy's block_score
 
@@ -57,6 +57,6 @@ class RulesDetector:
         names = self.rulesets or policy.precheck.rulesets
         if not names:
             raise ConfigError(f"policy {policy.id!r} names no rulesets for the rules detector")
-        scan = scan_policy(artifact.data, policy, names)
+        scan = scan_rules(artifact.data, resolve_rulesets(policy, names), policy.precheck.locality_bytes)
         verdict: Verdict = "harmful" if scan.score >= self.threshold_for(policy) else "harmless"
         return Answer(output=verdict_output(verdict), coverage=Coverage.full(artifact.size), score=scan.score)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from policies.schema import HarmPolicy
+from worker.core.policy import HarmPolicy
 from worker.detectors.local.embedding import EMBEDDING_DIR, EMBEDDINGS, TOKENIZER, Head, StaticEmbedding
 from worker.detectors.local.scan_statistic import WindowNull
 from worker.detectors.local.windows import (

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from policies.schema import HarmPolicy
 from worker.core.detector import Artifact
 from worker.core.errors import DetectorError
 from worker.core.models import Answer, Coverage
+from worker.core.policy import HarmPolicy
 
 
 class StaticDetector:

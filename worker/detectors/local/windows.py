@@ -25,11 +25,11 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import numpy as np
 
 from policies.loader import current_sha256, default_models_dir
-from policies.schema import HarmPolicy
 from worker.core.detector import Artifact, verdict_output
 from worker.core.errors import ConfigError, DetectorError
 from worker.core.mail import decoded_text_parts
 from worker.core.models import Answer, Coverage, ErrorKind, Verdict
+from worker.core.policy import HarmPolicy
 from worker.core.prose import diff_prose
 from worker.core.segment import coverage_of, segment_spans
 from worker.detectors.local.scan_statistic import WindowNull

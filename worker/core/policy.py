@@ -1,10 +1,26 @@
-"""The ``HarmPolicy`` schema: what "harmful" means, and how detectors must answer."""
+"""The ``HarmPolicy`` schema: what "harmful" means, and how detectors must answer.
+
+A policy is data: :mod:`policies.loader` reads its YAML and every rule file it names, and pins
+each rule file's parsed content (a :class:`RulesetSource`) on the policy it returns, so the
+pre-check compiles exactly the rules the policy's fingerprint covers and reads no file itself.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+
+@dataclass(frozen=True, eq=False)
+class RulesetSource:
+    """One rule file as the loader read it: its name, the sha256 of its bytes, its parsed YAML."""
+
+    name: str
+    sha256: str
+    document: Any
 
 
 class _Strict(BaseModel):
@@ -88,6 +104,14 @@ class Quorum(_Strict):
         return self
 
 
+class ReviewRules(_Strict):
+    """How people may overturn this policy's decisions (worker.pipeline.review)."""
+
+    # Releasing a gate the pre-check quarantined on decisive evidence takes two different
+    # reviewers: one requests the release, a second approves it. False: one reviewer suffices.
+    two_person_release: bool = True
+
+
 class HarmPolicy(_Strict):
     """A versioned harm policy (one YAML file in ``policies/``)."""
 
@@ -99,17 +123,24 @@ class HarmPolicy(_Strict):
     detector_guidance: tuple[str, ...] = ()
     protocol: Protocol = Protocol()
     quorum: Quorum
+    review: ReviewRules = ReviewRules()
     sha256: str = ""
-    _rulesets: dict[str, str] = PrivateAttr(default_factory=dict)
+    _rulesets: dict[str, RulesetSource] = PrivateAttr(default_factory=dict)
     _models: dict[str, str] = PrivateAttr(default_factory=dict)
 
-    def pin_rulesets(self, digests: dict[str, str]) -> None:
-        """Record each named rule file's sha256 as loaded (part of ``sha256``), for scans to check."""
-        self._rulesets = dict(digests)
+    def pin_rulesets(self, sources: Mapping[str, RulesetSource]) -> None:
+        """Record each named rule file as loaded (its sha256 is part of ``sha256``): the rules
+        every scan under this policy compiles."""
+        self._rulesets = dict(sources)
+
+    def ruleset_source(self, name: str) -> RulesetSource | None:
+        """Rule file ``name`` as it was when this policy was loaded (None: not pinned)."""
+        return self._rulesets.get(name)
 
     def ruleset_sha256(self, name: str) -> str | None:
         """The sha256 of rule file ``name`` when this policy was loaded (None: not pinned)."""
-        return self._rulesets.get(name)
+        source = self._rulesets.get(name)
+        return None if source is None else source.sha256
 
     def pin_models(self, digests: dict[str, str]) -> None:
         """Record each model file's sha256 as loaded, by absolute path (part of ``sha256``)."""

@@ -1,109 +1,71 @@
-"""Gate rows (the source of truth for a gate's state), submissions and the audit trail."""
+"""The gate repository: every read and write of gate state, and the only home of its SQL.
+
+Portable (SQLite for the embedded default, Postgres in production); where Postgres can do in
+one statement what the portable path does in several, the repository takes the fast path in
+``worker.adapters.db.postgres``. The driver's errors do not leave this module: they become
+``DatabaseError`` (``DatabaseUnavailableError`` when the database could not be reached).
+"""
 
 from __future__ import annotations
 
+import functools
 import json
-import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
+from typing import Any, ParamSpec, TypeVar, cast
 
-from sqlalchemy import (
-    ColumnElement,
-    Index,
-    String,
-    UniqueConstraint,
-    column,
-    event,
-    exists,
-    insert,
-    text,
-    update,
-    values,
-)
+from sqlalchemy import ColumnElement, event, exists, insert, text, update
 from sqlalchemy import select as core_select
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, Session, SQLModel, col, create_engine, select
+from sqlalchemy.engine import Connection, CursorResult, Engine
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlmodel import Session, SQLModel, col, create_engine, select
 
-from worker.core.models import TERMINAL_STATUSES
+from worker.adapters.db import postgres
+from worker.adapters.db.tables import (
+    OPEN_STATUSES,
+    REVIEWED,
+    TERMINAL_STATUSES,
+    AuditEvent,
+    Gate,
+    GateStatus,
+    Submission,
+    utcnow,
+)
+from worker.core.errors import DatabaseError, DatabaseUnavailableError
 
-OPEN_STATUSES = ("pending", "running")
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def new_id() -> str:
-    return uuid.uuid4().hex
-
-
-class Gate(SQLModel, table=True):
-    """One artifact under one policy."""
-
-    __tablename__ = "gates"
-    __table_args__ = (
-        UniqueConstraint("sha256", "policy_id", "policy_sha256", name="uq_gate_artifact_policy"),
-        Index("ix_gates_status_updated", "status", "updated_at"),
-    )
-
-    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
-    sha256: str = Field(index=True, max_length=64)
-    object_key: str
-    size: int
-    policy_ref: str
-    policy_id: str
-    policy_version: str
-    policy_sha256: str = Field(max_length=64)
-    status: str = Field(default="pending", max_length=16)
-    decision: str | None = None
-    reason: str | None = None
-    report: str | None = None
-    attempts: int = 0
-    source: str = ""
-    deadline: datetime
-    created_at: datetime = Field(default_factory=utcnow)
-    updated_at: datetime = Field(default_factory=utcnow)
-    decided_at: datetime | None = None
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL_STATUSES
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-class Submission(SQLModel, table=True):
-    """One artifact submitted under a set of policies: allowed only if every gate allows."""
-
-    __tablename__ = "submissions"
-
-    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
-    sha256: str = Field(index=True, max_length=64)
-    gate_ids: str
-    status: str = Field(default="pending", max_length=16)
-    published: bool = False
-    created_at: datetime = Field(default_factory=utcnow)
-
-    @property
-    def gates(self) -> list[str]:
-        ids: list[str] = json.loads(self.gate_ids)
-        return ids
+@contextmanager
+def database_errors() -> Iterator[None]:
+    """Translate the driver's errors into the project's own (the one boundary that sees them)."""
+    try:
+        yield
+    except OperationalError as exc:
+        raise DatabaseUnavailableError(f"database unavailable: {_first_line(exc)}") from exc
+    except SQLAlchemyError as exc:
+        raise DatabaseError(f"database error: {_first_line(exc)}") from exc
 
 
-class AuditEvent(SQLModel, table=True):
-    """An append-only record of every transition: what, when, by whom."""
-
-    __tablename__ = "audit_events"
-
-    id: int | None = Field(default=None, primary_key=True)
-    gate_id: str = Field(index=True, max_length=32)
-    at: datetime = Field(default_factory=utcnow)
-    event: str = Field(max_length=32)
-    actor: str = Field(max_length=128)
-    detail: str = ""
+def _first_line(exc: SQLAlchemyError) -> str:
+    """The driver's own message, first line only (never the statement or its parameters)."""
+    orig = getattr(exc, "orig", None) or exc
+    lines = str(orig).strip().splitlines()
+    return f"{type(orig).__name__}: {lines[0][:200] if lines else ''}"
 
 
-REVIEWED = "reviewed:"  # audit event prefix of a person's decision (worker.pipeline.review)
+def translated(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` with the driver's errors translated (see ``database_errors``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with database_errors():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def not_reviewed() -> ColumnElement[bool]:
@@ -117,6 +79,7 @@ def not_reviewed() -> ColumnElement[bool]:
     )
 
 
+@translated
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
@@ -147,11 +110,15 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Resolution:
-    """What finishing a gate means for the submissions it belongs to."""
+class Review:
+    """A person's decision on a gate in ``was`` (review or quarantine), ready to be recorded."""
 
-    won: bool
-    publish: list[Submission]
+    gate_id: str
+    was: str
+    decision: str
+    report: str
+    reason: str
+    note: str
 
 
 class GateRepo:
@@ -164,51 +131,15 @@ class GateRepo:
 
     @property
     def autocommit_engine(self) -> Engine:
-        """Postgres: a small pool of autocommit sessions with ``synchronous_commit=off``, for plain
-        reads and for single-statement transitions that are recoverable: one round trip each (no
-        BEGIN/ROLLBACK around a read), no wait for the WAL flush. Created on first use.
-
-        Recoverable means a transition whose loss in a database crash is recovered by design,
-        its audit rows in the same statement (so lost together, never apart): a gate marked
-        ``running`` (it reverts to open, and the sweeper re-enqueues open gates) and a submission
-        marked published (the sweeper republishes it; consumers de-duplicate by message id).
-        WAL is flushed in order, so the next synchronous commit (a decision, an intake) makes
-        every earlier one durable too: no later state survives without them. Never for a write
-        that must be durable before something external happens (intake, decisions)."""
+        """Postgres: see ``postgres.autocommit_engine``. Created on first use."""
         if self._async_engine is None:
-            self._async_engine = create_engine(
-                self.engine.url,
-                pool_size=2,
-                max_overflow=3,
-                pool_recycle=1800,
-                isolation_level="AUTOCOMMIT",
-                connect_args={"options": "-c synchronous_commit=off"},
-            )
+            self._async_engine = postgres.autocommit_engine(self.engine)
         return self._async_engine
 
-    def audit(self, session: Session, gate_id: str, what: str, actor: str, detail: str = "") -> None:
+    def _audit(self, session: Session, gate_id: str, what: str, actor: str, detail: str = "") -> None:
         session.add(AuditEvent(gate_id=gate_id, event=what, actor=actor, detail=detail[:500]))
 
-    def create_or_get(self, gate: Gate, actor: str) -> tuple[Gate, bool]:
-        """Insert ``gate`` or return the existing gate for the same bytes and policy."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            session.add(gate)
-            self.audit(session, gate.id, "submitted", actor, f"policy={gate.policy_id}@{gate.policy_version}")
-            try:
-                session.commit()
-                return gate, True
-            except IntegrityError:
-                session.rollback()
-        with Session(self.engine, expire_on_commit=False) as session:
-            existing = session.exec(
-                select(Gate).where(
-                    Gate.sha256 == gate.sha256,
-                    Gate.policy_id == gate.policy_id,
-                    Gate.policy_sha256 == gate.policy_sha256,
-                )
-            ).one()
-            return existing, False
-
+    @translated
     def register(self, gates: Sequence[Gate], actor: str) -> tuple[list[Gate], list[bool], Submission]:
         """Intake in one transaction: each gate inserted (or the existing one for the same bytes and
         policy returned), the audit rows, and the submission that groups them.
@@ -217,7 +148,7 @@ class GateRepo:
         without a failed statement; the loser reads the winner's row in the same transaction.
         """
         table = Gate.__table__  # type: ignore[attr-defined]
-        insert_gate = _upsert_insert(self.engine.dialect.name)
+        insert_gate = postgres.upsert_insert(self.engine.dialect.name)
         out: list[Gate] = []
         created: list[bool] = []
         with self.engine.begin() as conn:
@@ -255,17 +186,12 @@ class GateRepo:
             )
         return out, created, sub
 
-    def create_submission(self, sha256: str, gate_ids: Sequence[str]) -> Submission:
-        sub = Submission(sha256=sha256, gate_ids=json.dumps(list(gate_ids)))
-        with Session(self.engine, expire_on_commit=False) as session:
-            session.add(sub)
-            session.commit()
-        return sub
-
+    @translated
     def get(self, gate_id: str) -> Gate | None:
         with Session(self.engine, expire_on_commit=False) as session:
             return session.get(Gate, gate_id)
 
+    @translated
     def get_many(self, gate_ids: Iterable[str]) -> dict[str, Gate]:
         ids = list(gate_ids)
         if not ids:
@@ -276,11 +202,7 @@ class GateRepo:
             rows = conn.execute(core_select(table).where(table.c.id.in_(ids))).mappings().all()
         return {row["id"]: Gate(**row) for row in rows}
 
-    def start(self, gate_id: str, actor: str) -> Gate | None:
-        """Mark a gate running and count the attempt; ``None`` if it is already decided."""
-        started = self.start_many([gate_id], actor)
-        return started[0] if started else None
-
+    @translated
     def start_many(self, gate_ids: Sequence[str], actor: str) -> list[Gate]:
         """Mark the open gates among ``gate_ids`` running and count their attempt, in one transaction.
 
@@ -291,12 +213,12 @@ class GateRepo:
         if not ids:
             return []
         if self._locks:
-            return self._start_many_pg(ids, actor)
+            return postgres.start_many(self.autocommit_engine, ids, actor, utcnow())
         table = Gate.__table__  # type: ignore[attr-defined]
         stmt = (
             update(table)
             .where(table.c.id.in_(ids), table.c.status.in_(OPEN_STATUSES))
-            .values(status="running", attempts=table.c.attempts + 1, updated_at=utcnow())
+            .values(status=GateStatus.running, attempts=table.c.attempts + 1, updated_at=utcnow())
             .returning(*table.c)
         )
         with self.engine.begin() as conn:
@@ -304,31 +226,7 @@ class GateRepo:
             self._audit_many(conn, [(g.id, "running", f"attempt={g.attempts}") for g in gates], actor)
         return gates
 
-    def _start_many_pg(self, ids: list[str], actor: str) -> list[Gate]:
-        """``start_many`` on Postgres in one statement (the update and its audit rows, atomic as
-        one statement is), one round trip, committed without waiting for the WAL flush."""
-        stmt = text(
-            """
-            WITH started AS (
-                UPDATE gates SET status = 'running', attempts = attempts + 1, updated_at = :now
-                WHERE id = ANY(:ids) AND status IN ('pending', 'running')
-                RETURNING *
-            ), audited AS (
-                INSERT INTO audit_events (gate_id, at, event, actor, detail)
-                SELECT id, :now, 'running', :actor, 'attempt=' || attempts FROM started
-            )
-            SELECT * FROM started
-            """
-        ).columns(*Gate.__table__.c)  # type: ignore[attr-defined]  # typed results, as the Core paths
-        with self.autocommit_engine.connect() as conn:
-            rows = conn.execute(stmt, {"now": utcnow(), "ids": ids, "actor": actor}).mappings().all()
-        return [Gate(**row) for row in rows]
-
-    def finish(self, gate_id: str, decision: str, reason: str, report: str, actor: str) -> Resolution:
-        """Record the decision once; later calls (redeliveries) change nothing."""
-        won, publish = self.finish_many([Outcome(gate_id, decision, reason, report)], actor)
-        return Resolution(won=bool(won), publish=publish)
-
+    @translated
     def finish_many(self, outcomes: Sequence[Outcome], actor: str) -> tuple[set[str], list[Submission]]:
         """Record each gate's decision once, in one transaction; returns (gates won, submissions to publish).
 
@@ -342,7 +240,8 @@ class GateRepo:
         batched = self._locks and len(ordered) > 1
         with self.engine.begin() as conn:
             if batched:
-                won = self._finish_batch(conn, ordered, now)
+                rows = [(o.gate_id, o.decision, o.reason[:500], o.report) for o in ordered]
+                won = postgres.finish_batch(conn, rows, now)
             for out in () if batched else ordered:  # SQLite, or a lone gate: one statement each
                 stmt = (
                     update(table)
@@ -365,43 +264,17 @@ class GateRepo:
             publish = self._resolve_submissions(conn, set(won.values())) if won else []
         return set(won), publish
 
-    def _finish_batch(self, conn: Connection, ordered: Sequence[Outcome], now: datetime) -> dict[str, str]:
-        """Postgres, several gates: lock the open ones in id order (one lock order: no deadlocks
-        with a concurrent redelivery), then one ``UPDATE … FROM (VALUES …)`` for all of them:
-        two statements per batch instead of one per gate. Returns {gate id won: sha256}."""
-        table = Gate.__table__  # type: ignore[attr-defined]
-        ids = [o.gate_id for o in ordered]
-        lock = (
-            core_select(table.c.id)
-            .where(table.c.id.in_(ids), table.c.status.in_(OPEN_STATUSES))
-            .order_by(table.c.id)
-            .with_for_update()
-        )
-        open_ids = set(conn.execute(lock).scalars())
-        rows = [(o.gate_id, o.decision, o.reason[:500], o.report) for o in ordered if o.gate_id in open_ids]
-        if not rows:
-            return {}
-        given = values(
-            column("gid", String),
-            column("decision", String),
-            column("reason", String),
-            column("report", String),
-            name="given",
-        ).data(rows)
-        stmt = (
-            update(table)
-            .where(table.c.id == given.c.gid, table.c.status.in_(OPEN_STATUSES))
-            .values(
-                status=given.c.decision,
-                decision=given.c.decision,
-                reason=given.c.reason,
-                report=given.c.report,
-                updated_at=now,
-                decided_at=now,
-            )
-            .returning(table.c.id, table.c.sha256)
-        )
-        return {gid: sha for gid, sha in conn.execute(stmt).all()}
+    @translated
+    def add_audit(self, events: Sequence[tuple[str, str, str]], actor: str) -> None:
+        """Append audit rows ``(gate id, event, detail)`` in one transaction."""
+        with self.engine.begin() as conn:
+            self._audit_many(conn, events, actor)
+
+    @translated
+    def ping(self) -> None:
+        """One round trip to the database (a readiness probe)."""
+        with self.engine.connect() as conn:
+            conn.execute(text("select 1"))
 
     def _audit_many(self, conn: Connection, events: Sequence[tuple[str, str, str]], actor: str) -> None:
         if not events:
@@ -443,7 +316,7 @@ class GateRepo:
             got = [statuses.get(gid) for gid in sub.gates]
             if any(s not in TERMINAL_STATUSES for s in got):
                 continue
-            sub.status = "allow" if all(s == "allow" for s in got) else "blocked"
+            sub.status = "allow" if all(s == GateStatus.allow for s in got) else "blocked"
             closed.setdefault(sub.status, []).append(sub.id)
             if sub.status == "allow":
                 ready.append(sub)
@@ -451,38 +324,22 @@ class GateRepo:
             conn.execute(update(subs_t).where(subs_t.c.id.in_(ids)).values(status=status))
         return ready
 
+    @translated
     def resolve_now(self, sha256: str) -> list[Submission]:
         """Resolve submissions whose gates were all decided already (deduplicated intake)."""
         with self.engine.begin() as conn:
             return self._resolve_submissions(conn, [sha256])
 
-    def mark_published(self, submission_id: str, gate_ids: Sequence[str], actor: str, detail: str) -> None:
-        """Record that the allowed message went out, on the submission and in each gate's audit."""
-        self.mark_published_many([(submission_id, gate_ids)], actor, detail)
-
+    @translated
     def mark_published_many(
         self, published: Sequence[tuple[str, Sequence[str]]], actor: str, detail: str
     ) -> None:
-        """``mark_published`` for several submissions in one transaction."""
+        """Record that each allowed message went out, on the submission and in each gate's audit,
+        for several submissions in one transaction."""
         if not published:
             return
         if self._locks:  # Postgres: one recoverable statement, one round trip
-            stmt = text(
-                """
-                WITH marked AS (UPDATE submissions SET published = true WHERE id = ANY(:sids))
-                INSERT INTO audit_events (gate_id, at, event, actor, detail)
-                SELECT gid, :now, 'published', :actor, :detail FROM unnest(CAST(:gids AS text[])) AS gid
-                """
-            )
-            params = {
-                "sids": [sid for sid, _ in published],
-                "gids": [gid for _, ids in published for gid in ids],
-                "now": utcnow(),
-                "actor": actor,
-                "detail": detail[:500],
-            }
-            with self.autocommit_engine.connect() as conn:
-                conn.execute(stmt, params)
+            postgres.mark_published_many(self.autocommit_engine, published, actor, detail, utcnow())
             return
         subs_t = Submission.__table__  # type: ignore[attr-defined]
         with self.engine.begin() as conn:
@@ -491,11 +348,13 @@ class GateRepo:
             )
             self._audit_many(conn, [(gid, "published", detail) for _, ids in published for gid in ids], actor)
 
+    @translated
     def unpublished(self) -> list[Submission]:
         with Session(self.engine, expire_on_commit=False) as session:
             stmt = select(Submission).where(Submission.status == "allow", Submission.published == False)  # noqa: E712
             return list(session.exec(stmt).all())
 
+    @translated
     def touch_requeued(self, gate_id: str, actor: str, detail: str) -> None:
         with Session(self.engine) as session:
             gate = self._locked(session, gate_id)
@@ -503,42 +362,75 @@ class GateRepo:
                 return
             gate.updated_at = utcnow()
             session.add(gate)
-            self.audit(session, gate_id, "requeued", actor, detail)
+            self._audit(session, gate_id, "requeued", actor, detail)
             session.commit()
 
+    @translated
     def open_gates(self, older_than: datetime) -> list[Gate]:
         with Session(self.engine, expire_on_commit=False) as session:
-            stmt = select(Gate).where(
-                col(Gate.status).in_(["pending", "running"]), col(Gate.updated_at) < older_than
-            )
+            stmt = select(Gate).where(col(Gate.status).in_(OPEN_STATUSES), col(Gate.updated_at) < older_than)
             return list(session.exec(stmt).all())
 
+    @translated
     def overdue(self, now: datetime) -> list[Gate]:
         with Session(self.engine, expire_on_commit=False) as session:
-            stmt = select(Gate).where(col(Gate.status).in_(["pending", "running"]), col(Gate.deadline) < now)
+            stmt = select(Gate).where(col(Gate.status).in_(OPEN_STATUSES), col(Gate.deadline) < now)
             return list(session.exec(stmt).all())
 
+    @translated
     def audit_trail(self, gate_id: str) -> list[AuditEvent]:
         with Session(self.engine, expire_on_commit=False) as session:
             stmt = select(AuditEvent).where(AuditEvent.gate_id == gate_id).order_by(col(AuditEvent.id))
             return list(session.exec(stmt).all())
 
-    def counts(self) -> dict[str, int]:
+    @translated
+    def waiting(self, status: GateStatus, limit: int = 100) -> list[Gate]:
+        """Gates waiting for a person, oldest first: in review, or quarantined and not yet reviewed."""
+        stmt = select(Gate).where(Gate.status == status)
+        if status == GateStatus.quarantine:
+            stmt = stmt.where(not_reviewed())
+        with Session(self.engine, expire_on_commit=False) as session:
+            return list(session.exec(stmt.order_by(col(Gate.updated_at)).limit(limit)).all())
+
+    @translated
+    def record_review(self, review: Review, actor: str, sha256: str) -> list[tuple[str, list[str]]] | None:
+        """Record a person's decision if the gate is still in ``review.was``, with its audit row.
+
+        Returns the submissions (id, gate ids) of this artifact now allowed under every policy, or
+        ``None`` when the gate left ``was`` meanwhile (nothing recorded).
+        """
         with Session(self.engine) as session:
-            rows = session.exec(text("SELECT status, count(*) FROM gates GROUP BY status")).all()  # type: ignore[call-overload]
-        return {str(s): int(n) for s, n in rows}
+            # An UPDATE returns a CursorResult (which has rowcount); Session.execute is typed as Result.
+            changed = cast(
+                "CursorResult[Any]",
+                session.execute(
+                    update(Gate)
+                    .where(col(Gate.id) == review.gate_id, col(Gate.status) == review.was)
+                    .values(
+                        status=review.decision,
+                        decision=review.decision,
+                        report=review.report,
+                        updated_at=utcnow(),
+                        reason=review.reason[:500],
+                    )
+                ),
+            ).rowcount
+            if not changed:
+                return None
+            self._audit(session, review.gate_id, f"{REVIEWED}{review.decision}", actor, review.note)
+            ready = self._reopen_submissions(session, sha256) if review.decision == GateStatus.allow else []
+            session.commit()
+        return ready
 
-
-def _upsert_insert(dialect: str):  # type: ignore[no-untyped-def]
-    """The dialect's ``insert`` (it has ``on_conflict_do_nothing``)."""
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        return pg_insert
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-    return sqlite_insert
-
-
-def deadline_from_now(seconds: float) -> datetime:
-    return utcnow() + timedelta(seconds=seconds)
+    def _reopen_submissions(self, session: Session, sha256: str) -> list[tuple[str, list[str]]]:
+        """Submissions of this artifact that are now allowed under every policy."""
+        ready: list[tuple[str, list[str]]] = []
+        unpublished = Submission.published == False  # noqa: E712 - a SQL expression, not a test
+        subs = session.exec(select(Submission).where(Submission.sha256 == sha256, unpublished))
+        for sub in subs.all():
+            statuses = [g.status for g in session.exec(select(Gate).where(col(Gate.id).in_(sub.gates)))]
+            if len(statuses) == len(sub.gates) and all(s == GateStatus.allow for s in statuses):
+                sub.status = "allow"
+                session.add(sub)
+                ready.append((sub.id, sub.gates))
+        return ready

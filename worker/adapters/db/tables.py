@@ -1,0 +1,122 @@
+"""The gate database's tables: gates (the source of truth for a gate's state), submissions and
+the append-only audit trail; and the one home of gate statuses."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import Index, String, TypeDecorator, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+class GateStatus(StrEnum):
+    """Where a gate stands. ``pending``/``running`` are open; the decisions are terminal."""
+
+    pending = "pending"
+    running = "running"
+    allow = "allow"
+    quarantine = "quarantine"
+    review = "review"
+
+    @property
+    def terminal(self) -> bool:
+        return self not in OPEN_STATUSES
+
+
+OPEN_STATUSES: tuple[GateStatus, ...] = (GateStatus.pending, GateStatus.running)
+TERMINAL_STATUSES: frozenset[GateStatus] = frozenset(GateStatus) - frozenset(OPEN_STATUSES)
+
+REVIEWED = "reviewed:"  # audit event prefix of a person's decision (worker.pipeline.review)
+
+
+class StatusColumn(TypeDecorator[GateStatus]):
+    """A gate status stored as plain text (the column stays ``VARCHAR(16)``), read back as the enum."""
+
+    impl = String(16)
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Any) -> str | None:
+        return None if value is None else GateStatus(value).value
+
+    def process_result_value(self, value: Any, dialect: Any) -> GateStatus | None:
+        return None if value is None else GateStatus(value)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def deadline_from_now(seconds: float) -> datetime:
+    return utcnow() + timedelta(seconds=seconds)
+
+
+class Gate(SQLModel, table=True):
+    """One artifact under one policy."""
+
+    __tablename__ = "gates"
+    __table_args__ = (
+        UniqueConstraint("sha256", "policy_id", "policy_sha256", name="uq_gate_artifact_policy"),
+        Index("ix_gates_status_updated", "status", "updated_at"),
+    )
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    sha256: str = Field(index=True, max_length=64)
+    object_key: str
+    size: int
+    policy_ref: str
+    policy_id: str
+    policy_version: str
+    policy_sha256: str = Field(max_length=64)
+    status: GateStatus = Field(default=GateStatus.pending, sa_type=StatusColumn)
+    decision: str | None = None
+    reason: str | None = None
+    report: str | None = None
+    attempts: int = 0
+    source: str = ""
+    deadline: datetime
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    decided_at: datetime | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+class Submission(SQLModel, table=True):
+    """One artifact submitted under a set of policies: allowed only if every gate allows."""
+
+    __tablename__ = "submissions"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    sha256: str = Field(index=True, max_length=64)
+    gate_ids: str
+    status: str = Field(default="pending", max_length=16)
+    published: bool = False
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def gates(self) -> list[str]:
+        ids: list[str] = json.loads(self.gate_ids)
+        return ids
+
+
+class AuditEvent(SQLModel, table=True):
+    """An append-only record of every transition: what, when, by whom."""
+
+    __tablename__ = "audit_events"
+
+    id: int | None = Field(default=None, primary_key=True)
+    gate_id: str = Field(index=True, max_length=32)
+    at: datetime = Field(default_factory=utcnow)
+    event: str = Field(max_length=32)
+    actor: str = Field(max_length=128)
+    detail: str = ""

@@ -1,0 +1,1 @@
+"""HTTP apps: the intake server (``canary serve``) and the review app."""
