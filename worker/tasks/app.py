@@ -46,7 +46,7 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
 
         worker_init.connect(on_worker_init, weak=False, dispatch_uid="canary-preload")
     if not eager:
-        from worker.adapters.metrics import connect_worker_exporter
+        from worker.tasks.exporter import connect_worker_exporter
 
         connect_worker_exporter()  # the main process serves /metrics when CANARY_METRICS_PORT != 0
     import worker.tasks.gate  # noqa: F401  (registers the shared tasks on this app)
