@@ -119,10 +119,15 @@ def reader_engine(url: str) -> Engine:
     return make_reader_engine(url)
 
 
-def start_exporter(settings: Settings, port: int | None = None, addr: str = "0.0.0.0") -> CollectorRegistry:
-    """Serve the gate metrics over HTTP in a daemon thread; returns the registry served."""
+def start_exporter(settings: Settings, port: int | None = None, addr: str | None = None) -> CollectorRegistry:
+    """Serve the gate metrics over HTTP in a daemon thread; returns the registry served.
+
+    Bound to ``addr``, else ``CANARY_METRICS_ADDR`` (default 127.0.0.1: the exporter has no
+    authentication, so it is reachable from elsewhere only when told)."""
     from prometheus_client import start_http_server
 
     registry = gate_registry(reader_engine(settings.sqlalchemy_url))
-    start_http_server(port or settings.metrics_port or DEFAULT_PORT, addr=addr, registry=registry)
+    start_http_server(
+        port or settings.metrics_port or DEFAULT_PORT, addr=addr or settings.metrics_addr, registry=registry
+    )
     return registry

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from worker.adapters.metrics import DEFAULT_PORT as METRICS_PORT
-from worker.cli.usage import JsonOpt, load_settings, usage
+from worker.cli.usage import JsonOpt, chosen_policies, load_settings, usage
 
 
 def celery(argv: list[str]) -> None:
@@ -35,6 +35,9 @@ def worker(
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
 ) -> None:
     """Start a Celery worker (prefork pool) consuming the gate queue."""
+    from policies import available_policies
+
+    chosen_policies(available_policies())  # every shipped policy checked whole before taking work
     settings = load_settings()
     argv = ["worker", f"--concurrency={concurrency}", "--pool=prefork", f"--loglevel={loglevel}"]
     events = ["-E"] if settings.task_events else []
@@ -138,7 +141,9 @@ def metrics(
         int | None,
         typer.Option(help=f"Port to serve /metrics on [default: CANARY_METRICS_PORT or {METRICS_PORT}]."),
     ] = None,
-    addr: Annotated[str, typer.Option(help="Address to bind.")] = "0.0.0.0",
+    addr: Annotated[
+        str | None, typer.Option(help="Address to bind [default: CANARY_METRICS_ADDR or 127.0.0.1].")
+    ] = None,
     once: Annotated[bool, typer.Option("--once", help="Print the metrics once to stdout and exit.")] = False,
 ) -> None:
     """Serve the gate metrics (read from the gate database) for Prometheus."""
@@ -154,6 +159,7 @@ def metrics(
         typer.echo(generate_latest(registry).decode(), nl=False)
         return
     chosen = port or settings.metrics_port or METRICS_PORT
+    addr = addr or settings.metrics_addr
     try:
         start_exporter(settings, chosen, addr)
     except OSError as exc:

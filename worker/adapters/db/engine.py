@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlmodel import SQLModel, create_engine
@@ -67,7 +67,26 @@ def make_engine(url: str) -> Engine:
         # fails its statement, the task retries (see worker.tasks.gate) and the pool reconnects.
         engine = create_engine(url, pool_size=5, max_overflow=5, pool_recycle=1800)
     SQLModel.metadata.create_all(engine)
+    _add_missing_columns(engine)
     return engine
+
+
+# Columns added after the first release: ``create_all`` creates missing tables, not columns.
+_ADDED_COLUMNS = {"gates": {"claim": "VARCHAR(64)"}}
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    from sqlalchemy import inspect
+
+    inspector = inspect(engine)
+    for table, columns in _ADDED_COLUMNS.items():
+        have = {c["name"] for c in inspector.get_columns(table)}
+        missing = [(name, kind) for name, kind in columns.items() if name not in have]
+        if not missing:
+            continue
+        with engine.begin() as conn:
+            for name, kind in missing:
+                conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {kind}"))
 
 
 def make_reader_engine(url: str) -> Engine:
