@@ -466,3 +466,7 @@ app.command("metrics")(metrics_command)
 from worker.web.serve import serve_command  # noqa: E402
 
 app.command("serve")(serve_command)
+
+from worker.commands.stuck import stuck_command  # noqa: E402
+
+app.command("stuck")(stuck_command)

@@ -87,6 +87,7 @@ def fan_out(
     """The chord for one policy's gates: header = one detect per detector, body = decide."""
     refs = [gate_ref(gate) for gate, _, _ in members]
     ids = [gate.id for gate, _, _ in members]
+    runtime_for(app).progress.expect(ids, [spec.name for spec in policy.quorum.detectors])
     # What Flower and the worker log show for arguments: the detector and the gate ids, written
     # here rather than by Celery's saferepr walking every ref and pre-check (~0.2 ms per message).
     shown = repr(ids)
@@ -122,7 +123,9 @@ def fan_out(
 @shared_task(bind=True, name="canary.detect", ignore_result=True)  # type: ignore[untyped-decorator]
 def detect_task(self: Any, detector: str, refs: list[dict[str, Any]]) -> dict[str, Any]:
     """One detector's votes over a batch, as data (``{gate_id: vote}``). Never raises for a detector failure."""
-    votes = detect_many(runtime_for(self.app), detector, refs)
+    rt = runtime_for(self.app)
+    votes = detect_many(rt, detector, refs)
+    rt.progress.voted(detector, {gid: vote.verdict or f"invalid:{vote.error}" for gid, vote in votes.items()})
     return {gid: vote.model_dump(mode="json") for gid, vote in votes.items()}
 
 
