@@ -1,17 +1,21 @@
-"""Is an injection still found when it sits in the middle of a long artifact? Dev records, planted.
+"""Is an injection still found when it is planted inside a real carrier? Dev attacks, planted.
 
-    python benchmarks/planted.py [--policy prompt-injection] [--size 16384 --size 65536]
-        [--padding malicious-package] [--setup rules,lexical,semantic]... [FILE.jsonl[.gz]]
+    python benchmarks/planted.py [--policy prompt-injection] [--size 1024 --size 65536]...
+        [--setup rules,lexical,semantic]... [--carriers N] [FILE.jsonl[.gz]]
 
-The labelled records are short (a prompt-injection record is a few hundred bytes to a few KB);
-what a nightly scan gates is often a release diff of tens of KB. This writes, for every size, a
-copy of ``FILE`` (default: the policy's dev split) in which each record sits in the middle of
-harmless padding cut to that many bytes: the harmless records of the ``--padding`` policy's TRAIN
-split (default: malicious-package, i.e. real release diffs; ``prompt-injection`` pads with
-harmless prose, much of it hard negatives written about attacks), drawn with a fixed seed. The
-label stays the record's own. It then runs ``canary eval --json`` on each copy and prints n, FN,
-FP, FNR and FPR per setup: a rise in FNR with size is signal drowned by length, a rise in FPR is
-the padding (or length itself) read as harmful. Nothing is trained or tuned here.
+The labelled records are short; what the gate reads is a README, a release diff, an e-mail, a
+ticket, a table or tool output of 1-64 KB with the instruction somewhere inside. For every size,
+this writes (1) each harmful record of ``FILE`` (default: the policy's dev split) planted at a
+random depth in a carrier of that many bytes, and (2) ``--carriers`` carriers of that size alone
+(labelled harmless). The carriers rotate over every kind the producers emit: a README, a release
+diff (the record as added lines, comment lines or a docstring; the host: a harmless diff of the
+malicious-package DEV split), an e-mail with headers and a MIME text part, an issue, a Markdown or
+CSV table (the record in a cell), JSON tool output (the record in a string value) and a web page
+(the record in an HTML comment, a ``display:none`` block or a paragraph). The prose comes from
+registry READMEs that no model was trained on (``worker/training/corpus/data/carriers.jsonl.gz``).
+It runs ``canary eval --json`` on the bare records and on each planted copy, and prints the
+detection rate bare and planted, and the false-positive rate of the carriers alone. Nothing is
+trained or tuned here.
 """
 
 from __future__ import annotations
@@ -21,48 +25,125 @@ import gzip
 import json
 import random
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from mail_headers import evaluate
 
 from worker.training.data import default_datasets_dir
 
-SEPARATOR = "\n\n"
+CARRIERS_FILE = (
+    Path(__file__).resolve().parents[1] / "worker" / "training" / "corpus" / "data" / "carriers.jsonl.gz"
+)
+KINDS = ("readme", "diff", "email", "ticket", "table", "json", "web")
 
 
-def harmless_texts(policy: str) -> list[str]:
-    path = default_datasets_dir() / policy / "train.jsonl.gz"
+def _read(path: Path) -> list[dict[str, str]]:
     with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [r["text"] for r in map(json.loads, handle) if r["label"] == "harmless"]
+        return [json.loads(line) for line in handle]
 
 
-def padding(rng: random.Random, source: list[str], size: int) -> str:
-    """Harmless texts joined until ``size`` UTF-8 bytes, cut there (a cut character is dropped)."""
-    pieces: list[str] = []
-    total = 0
+def _prose(rng: random.Random, readmes: list[str], size: int) -> str:
+    """README text joined until ``size`` bytes."""
+    pieces, total = [], 0
     while total < size:
-        piece = rng.choice(source)
+        piece = rng.choice(readmes)
         pieces.append(piece)
-        total += len(piece.encode("utf-8")) + len(SEPARATOR)
-    return SEPARATOR.join(pieces).encode("utf-8")[:size].decode("utf-8", "ignore")
+        total += len(piece.encode("utf-8")) + 2
+    return "\n\n".join(pieces).encode("utf-8")[:size].decode("utf-8", "ignore")
 
 
-def planted_copy(source_file: Path, out: Path, pad_source: list[str], size: int, seed: int) -> int:
-    """Write the planted copy; returns the number of records."""
+def _split(rng: random.Random, text: str) -> tuple[str, str]:
+    """``text`` cut at a random line boundary (a random depth)."""
+    cut = rng.randrange(len(text) + 1)
+    cut = text.rfind("\n", 0, cut) + 1
+    return text[:cut], text[cut:]
+
+
+def _diff(rng: random.Random, diffs: list[str], size: int, payload: str | None) -> str:
+    host = ""
+    while len(host.encode("utf-8")) < size:
+        host += rng.choice(diffs)
+    host = host.encode("utf-8")[:size].decode("utf-8", "ignore")
+    if payload is None:
+        return host
+    prefix = rng.choice(("+", "+# ", "+// ", "+ * "))
+    before, after = _split(rng, host)
+    return before + "\n".join(prefix + line for line in payload.split("\n")) + "\n" + after
+
+
+def _carrier(
+    kind: str, rng: random.Random, readmes: list[str], diffs: list[str], size: int, payload: str | None
+) -> str:
+    if kind == "diff":
+        return _diff(rng, diffs, size, payload)
+    before, after = _split(rng, _prose(rng, readmes, size))
+    inside: Callable[[str], str] = lambda body: before + body + after  # noqa: E731
+    if kind == "readme":
+        return inside("" if payload is None else payload + "\n")
+    if kind == "email":
+        return (
+            "From: team@news.example.org\nTo: user@example.com\nSubject: Monthly update\n"
+            "Date: Mon, 3 Nov 2025 08:00:00 +0000\nMessage-ID: <a1b2c3@news.example.org>\nMIME-Version: 1.0\n"
+            "Content-Type: text/plain; charset=utf-8\n\n" + inside("" if payload is None else payload + "\n")
+        )
+    if kind == "ticket":
+        return "Issue #4821: Build fails after upgrade\nStatus: open\n\n" + inside(
+            "" if payload is None else payload + "\n"
+        )
+    flat = None if payload is None else payload.replace("\n", " ")
+    if kind == "table":
+        rows = [
+            f"| {i} | {line[:80].replace('|', '/')} |"
+            for i, line in enumerate((before + after).split("\n"))
+            if line.strip()
+        ]
+        if flat is not None:
+            rows.insert(rng.randrange(len(rows) + 1), f"| {len(rows)} | {flat.replace('|', '/')} |")
+        return "| # | note |\n|---|---|\n" + "\n".join(rows) + "\n"
+    if kind == "json":
+        paragraphs = [p for p in (before + after).split("\n\n") if p.strip()]
+        items = [{"id": i, "snippet": p} for i, p in enumerate(paragraphs)]
+        if flat is not None:
+            items.insert(rng.randrange(len(items) + 1), {"id": len(items), "snippet": flat})
+        return json.dumps({"tool": "search", "results": items}, ensure_ascii=False)
+    hide = rng.choice(("<!-- {p} -->", '<div style="display:none">{p}</div>', "<p>{p}</p>"))
+    return (
+        "<html><body>\n" + inside("" if flat is None else hide.format(p=flat) + "\n") + "\n</body></html>\n"
+    )
+
+
+def write_planted(
+    records: list[dict[str, str]],
+    out: Path,
+    readmes: list[str],
+    diffs: list[str],
+    size: int,
+    carriers: int,
+    seed: int,
+) -> None:
+    """The harmful records planted in carriers of ``size`` bytes, then ``carriers`` carriers alone."""
     rng = random.Random(seed)
-    opener = gzip.open if source_file.suffix == ".gz" else open
-    count = 0
-    with opener(source_file, "rt", encoding="utf-8") as src, out.open("w", encoding="utf-8") as dst:
-        for line in src:
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            pad = padding(rng, pad_source, max(0, size - len(record["text"].encode("utf-8"))))
-            half = len(pad) // 2
-            record["text"] = pad[:half] + SEPARATOR + record["text"] + SEPARATOR + pad[half:]
-            dst.write(json.dumps(record) + "\n")
-            count += 1
-    return count
+    with out.open("w", encoding="utf-8") as dst:
+        for index, record in enumerate(records):
+            kind = KINDS[index % len(KINDS)]
+            room = max(0, size - len(record["text"].encode("utf-8")))
+            text = _carrier(kind, rng, readmes, diffs, room, record["text"])
+            dst.write(json.dumps({**record, "text": text, "source": f"planted-{kind}"}) + "\n")
+        for index in range(carriers):
+            kind = KINDS[index % len(KINDS)]
+            text = _carrier(kind, rng, readmes, diffs, size, None)
+            dst.write(
+                json.dumps(
+                    {
+                        "id": f"carrier-{kind}-{index}",
+                        "text": text,
+                        "label": "harmless",
+                        "source": f"carrier-{kind}",
+                    }
+                )
+                + "\n"
+            )
 
 
 def main() -> None:
@@ -71,24 +152,46 @@ def main() -> None:
     )
     parser.add_argument("file", nargs="?")
     parser.add_argument("--policy", default="prompt-injection")
-    parser.add_argument("--size", type=int, action="append", help="bytes; repeatable (default 16384, 65536)")
-    parser.add_argument("--padding", default="malicious-package", help="whose train harmless records pad")
+    parser.add_argument(
+        "--size", type=int, action="append", help="bytes; repeatable (default 1024, 8192, 65536)"
+    )
+    parser.add_argument("--carriers", type=int, default=140, help="carriers alone per size")
     parser.add_argument("--setup", action="append", help="detector setups (default: the shipped gate)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    source_file = Path(args.file or default_datasets_dir() / args.policy / "dev.jsonl.gz")
-    pad_source = harmless_texts(args.padding)
+    source = Path(args.file or default_datasets_dir() / args.policy / "dev.jsonl.gz")
+    records = [r for r in _read(source) if r["label"] == "harmful"]
+    readmes = [r["text"] for r in _read(CARRIERS_FILE)]
+    diffs = [
+        r["text"]
+        for r in _read(default_datasets_dir() / "malicious-package" / "dev.jsonl.gz")
+        if r["label"] == "harmless"
+    ]
     setups = tuple(args.setup or ("rules,lexical,semantic",))
-    print(f"# {source_file} under {args.policy}, each record in the middle of {args.padding} train padding")
-    print(f"{'setup':24} {'size':>8} {'n':>5} {'FN':>4} {'FP':>4} {'FNR':>7} {'FPR':>7}")
+    print(
+        f"# {len(records)} harmful records of {source} under {args.policy}: bare, and planted in carriers of {', '.join(KINDS)}"
+    )
+    print(
+        f"{'setup':24} {'input':>8} {'attacks':>7} {'caught':>7} {'rate':>7} {'carriers':>8} {'FP':>4} {'FPR':>6}"
+    )
     with tempfile.TemporaryDirectory(prefix="canary-planted-") as scratch:
-        for size in args.size or [16384, 65536]:
+        bare = Path(scratch) / "bare.jsonl"
+        bare.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        for row in evaluate(bare, args.policy, setups):
+            caught = int(row["n"]) - int(row["fn"])
+            print(
+                f"{row['setup']!s:24} {'bare':>8} {row['n']:7d} {caught:7d} {caught / max(1, int(row['n'])):7.1%}",
+                flush=True,
+            )
+        for size in args.size or [1024, 8192, 65536]:
             path = Path(scratch) / f"planted-{size}.jsonl"
-            planted_copy(source_file, path, pad_source, size, args.seed + size)
+            write_planted(records, path, readmes, diffs, size, args.carriers, args.seed + size)
             for row in evaluate(path, args.policy, setups):
+                attacks = int(row["n"]) - args.carriers
+                caught = attacks - int(row["fn"])
                 print(
-                    f"{row['setup']!s:24} {size:8d} {row['n']:5d} {row['fn']:4d} {row['fp']:4d}"
-                    f" {row['fnr']:7.1%} {row['fpr']:7.1%}",
+                    f"{row['setup']!s:24} {size:8d} {attacks:7d} {caught:7d} {caught / max(1, attacks):7.1%}"
+                    f" {args.carriers:8d} {row['fp']:4d} {int(row['fp']) / max(1, args.carriers):6.1%}",
                     flush=True,
                 )
 

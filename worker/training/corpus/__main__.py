@@ -1,0 +1,67 @@
+"""``python -m worker.training.corpus {fetch,build}``: the extra prompt-injection training corpus.
+
+``fetch`` asks the registries for the READMEs of the most downloaded packages (held-out and
+real-release-sample names dropped first) into ``~/.cache/canary-corpus``. ``build`` composes the
+committed corpus, deterministically from that cache (seed 0): generated attacks in carriers,
+the same carriers with harmless payloads, hard negatives, NotInject (``--notinject DIR``, the
+PIGuard repository's ``datasets/``) and README slices; it writes
+``data/prompt-injection.jsonl.gz`` (training records, split ``train``), ``data/carriers.jsonl.gz``
+(READMEs kept out of training, for ``benchmarks/planted.py``) and ``data/MANIFEST.json``.
+Dev is never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+from pathlib import Path
+
+from worker.training.corpus import build, registry
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+PACKAGE_LISTS = Path("/work/.library/env/packages")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m worker.training.corpus", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    fetch = sub.add_parser("fetch", help="fill the README cache from PyPI and npm")
+    fetch.add_argument("--pypi-list", type=Path, default=PACKAGE_LISTS / "pypi.tsv")
+    fetch.add_argument("--npm-list", type=Path, default=PACKAGE_LISTS / "npm.tsv")
+    fetch.add_argument("--pypi", type=int, default=3000, help="how many PyPI packages")
+    fetch.add_argument("--npm", type=int, default=2500, help="how many npm packages")
+    for command in (fetch, sub.add_parser("build", help="write the committed corpus")):
+        command.add_argument("--cache", type=Path, default=build.default_cache())
+        command.add_argument("--datasets-dir", type=Path, default=None)
+    build_args = sub.choices["build"]
+    build_args.add_argument("--notinject", type=Path, default=None, help="PIGuard's datasets/ folder")
+    build_args.add_argument("--out", type=Path, default=DATA_DIR)
+    args = parser.parse_args(argv)
+    heldout, releases = build.exclusions(args.datasets_dir)
+    if args.command == "fetch":
+        for ecosystem, listing, count in (
+            ("pypi", args.pypi_list, args.pypi),
+            ("npm", args.npm_list, args.npm),
+        ):
+            names = [
+                n
+                for n in registry.popular(listing, ecosystem, count * 2)
+                if not registry.excluded(ecosystem, n, heldout, releases)
+            ]
+            fetched = registry.fetch_readmes(ecosystem, names[:count], args.cache)
+            print(f"{ecosystem}: {fetched} fetched, {count} wanted", flush=True)
+        return
+    train, carriers, manifest = build.build_corpus(args.cache, heldout, releases, args.notinject)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, records in (("prompt-injection.jsonl.gz", train), ("carriers.jsonl.gz", carriers)):
+        with gzip.GzipFile(args.out / name, "wb", mtime=0) as raw:
+            raw.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8"))
+    (args.out / "MANIFEST.json").write_text(
+        json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    print(json.dumps(manifest["counts"], indent=2))
+
+
+if __name__ == "__main__":
+    main()
