@@ -251,6 +251,10 @@ def _celery(argv: list[str]) -> None:
 
     settings = _settings()
     configure_logging(logging.INFO, stdlib=True)
+    if not sys.stderr.isatty():  # Python warnings (Celery's root warning) as JSON lines too
+        from worker.logs import capture_warnings_as_json
+
+        capture_warnings_as_json()
     try:
         celery_app = create_app(settings, eager=False)
     except ConfigError as exc:
@@ -268,7 +272,8 @@ def worker(
     settings = _settings()
     argv = ["worker", f"--concurrency={concurrency}", "--pool=prefork", f"--loglevel={loglevel}"]
     events = ["-E"] if settings.task_events else []
-    _celery(argv + ["-Q", settings.task_queue, *events, *ctx.args])
+    quiet = [] if sys.stdout.isatty() else ["--quiet"]  # no text banner in a JSON-lines log
+    _celery([*quiet, *argv, "-Q", settings.task_queue, *events, *ctx.args])
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -41,6 +41,11 @@ class Settings(BaseSettings):
     sweep_interval_s: float = Field(default=30.0, gt=0)
     result_expires_s: int = Field(default=86400, gt=0)
     metrics_port: int = 0
+    metrics_addr: str = "127.0.0.1"  # the exporter's address; 0.0.0.0 only where a scraper needs it
+    # Per-stage histograms and detector error counts (worker.adapters.stage_metrics), written by
+    # every process to files in this folder (default: $CANARY_DATA_DIR/metrics).
+    stage_metrics: bool = True
+    metrics_dir: Path | None = None
     preload: bool = True
     batch_size: int = Field(default=32, ge=1, le=1000)
     # Celery task events cost each task ~3 broker publishes (measured: ~15% of a lone gate's

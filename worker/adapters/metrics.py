@@ -8,12 +8,14 @@ share the database, and survive restarts:
     canary_gates_open_oldest_age_seconds       age of the oldest pending/running gate (0 when none)
     canary_gates_overdue                       pending/running gates past their deadline
     canary_gate_attempts_max_open              most attempts of any pending/running gate
-    canary_decisions{policy,decision}          decided gates per policy and decision
+    canary_decisions_total{policy,decision}    decided gates per policy and decision (a counter)
+    canary_oldest_open_gate_seconds{policy}    age of the oldest pending/running gate per policy
     canary_gates_awaiting_person{queue}        gates waiting for a reviewer: in review, or
                                                quarantined and not yet reviewed (``canary review``)
     canary_gate_database_up                    1 when the last scrape could read the database
 
-Every exporter reports the same database-wide values: with several worker
+The per-stage histograms and detector error counts come from ``worker.adapters.stage_metrics``
+(prometheus_client multiprocess files). Every exporter reports the same database-wide values: with several worker
 replicas scraped, aggregate with ``max`` (not ``sum``).
 
 ``canary metrics`` serves them alone; a Celery worker's main process serves
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import structlog
@@ -82,6 +85,11 @@ class GateCollector:
             unreviewed = conn.execute(
                 select(func.count()).where(table.c.status == "quarantine", not_reviewed())
             ).scalar_one()
+            oldest_by_policy = conn.execute(
+                select(table.c.policy_id, func.min(table.c.created_at))
+                .where(is_open)
+                .group_by(table.c.policy_id)
+            ).all()
             decisions = conn.execute(
                 select(table.c.policy_id, table.c.decision, func.count())
                 .where(table.c.decision.is_not(None))
@@ -94,6 +102,11 @@ class GateCollector:
             "overdue": int(late or 0),
             "attempts_max_open": int(attempts or 0),
             "decisions": [(str(p), str(d), int(n)) for p, d, n in decisions],
+            "oldest_by_policy": {
+                str(p): max(0.0, (now - at).total_seconds())
+                for p, t in oldest_by_policy
+                if (at := _aware(t)) is not None
+            },
             "unreviewed_quarantine": int(unreviewed or 0),
         }
 
@@ -127,12 +140,7 @@ class GateCollector:
             "Most attempts of any pending or running gate",
             value=snap["attempts_max_open"],
         )
-        decisions = GaugeMetricFamily(
-            "canary_decisions", "Decided gates per policy and decision", labels=["policy", "decision"]
-        )
-        for policy, decision, count in snap["decisions"]:
-            decisions.add_metric([policy, decision], count)
-        yield decisions
+        yield from _named_families(snap)
         awaiting = GaugeMetricFamily(
             "canary_gates_awaiting_person",
             "Gates waiting for a reviewer: in review, or quarantined and not yet reviewed",
@@ -143,13 +151,48 @@ class GateCollector:
         yield awaiting
 
 
-def gate_registry(engine: Engine) -> CollectorRegistry:
-    """A registry holding only the gate collector (no process/platform metrics of this process)."""
+def _named_families(snap: dict[str, Any]) -> Iterator[Any]:
+    """The names operators alert on (infra/prometheus-alerts.yml): decisions as a counter, the
+    oldest open gate per policy."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    total = CounterMetricFamily(
+        "canary_decisions", "Decided gates per policy and decision (a reviewer's change moves one)",
+        labels=["policy", "decision"],
+    )  # fmt: skip
+    for policy, decision, count in snap["decisions"]:
+        total.add_metric([policy, decision], count)
+    yield total
+    oldest = GaugeMetricFamily(
+        "canary_oldest_open_gate_seconds",
+        "Age of the oldest pending or running gate per policy",
+        labels=["policy"],
+    )
+    policies = {policy for policy, _, _ in snap["decisions"]} | set(snap["oldest_by_policy"])
+    for policy in sorted(policies):  # 0 for a policy with no open gate: the series exists
+        oldest.add_metric([policy], snap["oldest_by_policy"].get(policy, 0.0))
+    yield oldest
+
+
+def gate_registry(engine: Engine, stage_folder: Path | None = None) -> CollectorRegistry:
+    """A registry holding the gate collector and, when given, the stage metrics every process
+    wrote to ``stage_folder`` (no process/platform metrics of this process)."""
     from prometheus_client import CollectorRegistry
+
+    from worker.adapters.stage_metrics import multiprocess_collector
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(GateCollector(engine))
+    if stage_folder is not None:
+        multiprocess_collector(registry, stage_folder)
     return registry
+
+
+def settings_registry(settings: Settings) -> CollectorRegistry:
+    from worker.adapters.stage_metrics import metrics_folder
+
+    stage_folder = metrics_folder(settings) if settings.stage_metrics else None
+    return gate_registry(reader_engine(settings.sqlalchemy_url), stage_folder)
 
 
 def reader_engine(url: str) -> Engine:
@@ -161,12 +204,15 @@ def reader_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=1)
 
 
-def start_exporter(settings: Settings, port: int | None = None, addr: str = "0.0.0.0") -> CollectorRegistry:
-    """Serve the gate metrics over HTTP in a daemon thread; returns the registry served."""
+def start_exporter(settings: Settings, port: int | None = None, addr: str | None = None) -> CollectorRegistry:
+    """Serve the gate metrics over HTTP in a daemon thread (on ``CANARY_METRICS_ADDR``, 127.0.0.1
+    unless told otherwise); returns the registry served."""
     from prometheus_client import start_http_server
 
-    registry = gate_registry(reader_engine(settings.sqlalchemy_url))
-    start_http_server(port or settings.metrics_port or DEFAULT_PORT, addr=addr, registry=registry)
+    registry = settings_registry(settings)
+    start_http_server(
+        port or settings.metrics_port or DEFAULT_PORT, addr=addr or settings.metrics_addr, registry=registry
+    )
     return registry
 
 
@@ -195,7 +241,9 @@ def metrics_command(
         int | None,
         typer.Option(help=f"Port to serve /metrics on [default: CANARY_METRICS_PORT or {DEFAULT_PORT}]."),
     ] = None,
-    addr: Annotated[str, typer.Option(help="Address to bind.")] = "0.0.0.0",
+    addr: Annotated[
+        str | None, typer.Option(help="Address to bind [default: CANARY_METRICS_ADDR or 127.0.0.1].")
+    ] = None,
     once: Annotated[bool, typer.Option("--once", help="Print the metrics once to stdout and exit.")] = False,
 ) -> None:
     """Serve the gate metrics (read from the gate database) for Prometheus."""
@@ -213,14 +261,15 @@ def metrics_command(
     if once:
         from prometheus_client import generate_latest
 
-        registry = gate_registry(reader_engine(settings.sqlalchemy_url))
-        typer.echo(generate_latest(registry).decode(), nl=False)
+        typer.echo(generate_latest(settings_registry(settings)).decode(), nl=False)
         return
     chosen = port or settings.metrics_port or DEFAULT_PORT
     try:
         start_exporter(settings, chosen, addr)
     except OSError as exc:
-        typer.echo(f"canary: cannot serve metrics on {addr}:{chosen}: {exc}", err=True)
+        typer.echo(
+            f"canary: cannot serve metrics on {addr or settings.metrics_addr}:{chosen}: {exc}", err=True
+        )
         raise typer.Exit(1) from None
-    typer.echo(f"serving gate metrics on http://{addr}:{chosen}/metrics", err=True)
+    typer.echo(f"serving gate metrics on http://{addr or settings.metrics_addr}:{chosen}/metrics", err=True)
     threading.Event().wait()

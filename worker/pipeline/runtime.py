@@ -8,6 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from worker.adapters import stage_metrics
 from worker.adapters.db import GateRepo, make_engine
 from worker.adapters.progress import NoProgress, Progress, progress_for
 from worker.adapters.sinks import FolderSink, KombuSink, QueueSink
@@ -30,6 +31,8 @@ class Runtime:
 
 def build_runtime(settings: Settings, role: str = "worker") -> Runtime:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if settings.stage_metrics:
+        stage_metrics.enable(stage_metrics.metrics_folder(settings))
     repo = GateRepo(make_engine(settings.sqlalchemy_url))
     store: ObjectStore
     quarantine: ObjectStore

@@ -23,6 +23,7 @@ import structlog
 
 from policies import HarmPolicy, load_policy
 from policies.loader import PolicyError
+from worker.adapters import stage_metrics
 from worker.adapters.db import Gate, GateStatus, Outcome, utcnow
 from worker.adapters.storage import sha256_hex
 from worker.core.detector import Artifact, cast_vote, error_vote
@@ -98,7 +99,9 @@ def precheck_step(rt: Runtime, artifact: Artifact, policy: HarmPolicy) -> tuple[
 
     started = time.perf_counter()
     result = run_precheck(artifact.data, policy)
-    return result, (time.perf_counter() - started) * 1000
+    seconds = time.perf_counter() - started
+    stage_metrics.observe("precheck", seconds)
+    return result, seconds * 1000
 
 
 def gate_ref(gate: Gate) -> dict[str, Any]:
@@ -196,6 +199,7 @@ def detect_many(rt: Runtime, detector_name: str, refs: Sequence[dict[str, Any]])
         vote = detect_step(rt, gate_id, detector_name, ref)
         votes[gate_id] = vote
         out_of_time = vote.error == ErrorKind.timeout and vote.detail == "soft time limit"
+    stage_metrics.record_votes(detector_name, votes.values())
     return votes
 
 
@@ -255,6 +259,7 @@ def decide_many(rt: Runtime, pending: dict[str, Pending]) -> dict[str, Report]:
     """
     if not pending:
         return {}
+    started = time.perf_counter()
     gates = rt.repo.get_many(pending)
     decided: list[tuple[Gate, Report]] = []
     for gate_id, item in pending.items():
@@ -262,6 +267,8 @@ def decide_many(rt: Runtime, pending: dict[str, Pending]) -> dict[str, Report]:
         if gate is not None and not gate.terminal:
             decided.append((gate, judge(gate, item)))
     route_many(rt, decided)
+    if decided:
+        stage_metrics.observe("decide", (time.perf_counter() - started) / len(decided), len(decided))
     return {gate.id: report for gate, report in decided}
 
 
@@ -355,10 +362,13 @@ def publish_submissions(
     if not submissions:
         return
     known = known or {}
+    started = time.perf_counter()
     missing = {gid for _, ids in submissions for gid in ids if gid not in known}
     gates = {**(rt.repo.get_many(missing) if missing else {}), **known}
     done = [(sid, list(ids)) for sid, ids in submissions if _publish_one(rt, sid, ids, gates)]
     rt.repo.mark_published_many(done, rt.actor, f"queue={rt.allowed.location}")
+    if done:
+        stage_metrics.observe("publish", (time.perf_counter() - started) / len(done), len(done))
 
 
 def publish_allowed(
