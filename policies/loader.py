@@ -42,7 +42,7 @@ MODEL_FILES: dict[str, tuple[str, ...]] = {
 ABSENT = "absent"  # the digest of a model file that is not there (its detector votes unavailable)
 
 
-class PolicyError(Exception):
+class PolicyError(ConfigError):
     """A policy could not be found or does not validate."""
 
 

@@ -25,9 +25,10 @@ from producers.registry import (
     is_spec,
 )
 from producers.tables import Fields, RowError, Table, is_table
+from worker.core.errors import UsageError
 
 
-class InputError(Exception):
+class InputError(UsageError):
     """An input given on the command line cannot be read."""
 
 

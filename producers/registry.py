@@ -39,6 +39,8 @@ from urllib.parse import quote, urljoin
 
 import httpx
 
+from worker.core.errors import CanaryError
+
 SPEC = re.compile(r"^(?P<eco>pypi|npm):(?P<rest>.+)$")
 MAX_ARCHIVE_BYTES = 512 * 1024 * 1024  # uncompressed, per archive
 MAX_MEMBERS = 100_000
@@ -47,7 +49,7 @@ NPM_ABBREVIATED = "application/vnd.npm.install-v1+json"
 SDIST_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
 
 
-class RegistryError(Exception):
+class RegistryError(CanaryError):
     """A release could not be fetched, verified or opened; nothing was gated for it."""
 
 

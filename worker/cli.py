@@ -433,24 +433,32 @@ def _highlighted(data: bytes, lo: int, hi: int, spans: list[tuple[int, int]]) ->
 def review_decide(
     gate_id: Annotated[str, typer.Argument(help="Gate in review.")],
     decision: Annotated[str, typer.Option("--decision", "-d", help="allow or quarantine")],
-    by: Annotated[str, typer.Option("--by", help="Reviewer name (recorded in the audit trail).")],
     note: Annotated[str, typer.Option(help="Why.")] = "",
+    by: Annotated[str | None, typer.Option("--by", hidden=True, help="Deprecated: must name you.")] = None,
 ) -> None:
-    """Record a reviewer's decision and route the artifact accordingly.
+    """Record your decision and route the artifact accordingly.
 
-    A gate in review goes to allow or quarantine. A quarantined gate is confirmed
-    (quarantine) or released as a false positive (allow, which needs --note).
+    You are the reviewer whose token is CANARY_REVIEW_TOKEN, or the one mapped to your OS user
+    (`canary review add-user NAME --os-user USER`). A gate in review goes to allow or
+    quarantine. A quarantined gate is confirmed (quarantine) or released as a false positive
+    (allow, which needs --note; a decisive pre-check quarantine needs a second reviewer).
     """
     from worker.pipeline.review import ReviewError, resolve
     from worker.pipeline.runtime import build_runtime
+    from worker.web.review.commands import cli_reviewer
 
     if decision not in ("allow", "quarantine"):
         raise _usage("--decision must be allow or quarantine")
+    settings = _settings()
+    person = cli_reviewer(settings, by)
     try:
-        gate = resolve(build_runtime(_settings(), role="reviewer"), gate_id, decision, by, note)  # type: ignore[arg-type]
+        gate = resolve(build_runtime(settings, role="reviewer"), gate_id, decision, person, note)  # type: ignore[arg-type]
     except ReviewError as exc:
         raise _usage(str(exc)) from exc
-    typer.echo(f"{gate.id}\t{gate.status}\t{by}")
+    waiting = decision == "allow" and gate.status == "quarantine"
+    typer.echo(
+        f"{gate.id}\t{'release requested: a second reviewer must approve' if waiting else gate.status}\t{person}"
+    )
 
 
 def main() -> None:
@@ -475,3 +483,10 @@ app.command("serve")(serve_command)
 from worker.commands.stuck import stuck_command  # noqa: E402
 
 app.command("stuck")(stuck_command)
+
+from worker.web.review.commands import add_user_command, token_command  # noqa: E402
+from worker.web.review.commands import serve_command as review_serve_command  # noqa: E402
+
+review_app.command("serve")(review_serve_command)
+review_app.command("add-user")(add_user_command)
+review_app.command("token")(token_command)

@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker.core.errors import ConfigError
@@ -53,6 +53,15 @@ class Settings(BaseSettings):
     # set true to have workers send them from start.
     task_events: bool = False
 
+    # Allowed messages carry an HMAC-SHA256 signature with this key (worker.core.signature); unset,
+    # a random key is kept in ``<data_dir>/signing.key`` (mode 0600) for one host's use.
+    signing_key: SecretStr | None = None
+    # The review app (worker.web.review): the key its session cookies are signed with (unset: a
+    # random key per process, sessions end on restart), the header a reverse proxy puts the
+    # signed-in reviewer's name in (unset: the app's own log-in), and the CLI's reviewer token.
+    review_secret: SecretStr | None = None
+    review_trusted_header: str | None = None
+    review_token: SecretStr | None = None
     # HTTP intake (``canary serve``, worker.web.intake): bearer tokens, comma-separated; with none
     # the server listens on loopback only. Bodies over ``max_request_bytes`` are refused (413).
     api_tokens: str = ""

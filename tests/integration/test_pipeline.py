@@ -222,7 +222,13 @@ def test_a_reviewer_releases_a_quarantined_false_positive(service_env, start_wor
 
     listed = canary(service_env, "review", "list", "--quarantined", "--json")
     assert [json.loads(line)["gate_id"] for line in listed.stdout.splitlines()] == [gid]
-    released = canary(service_env, "review", "decide", gid, "-d", "allow", "--by", "ops", "--note", "fixture")
+    from worker.adapters.db import make_engine
+    from worker.adapters.reviewers import ReviewerStore
+
+    store = ReviewerStore(make_engine(service_env["CANARY_DATABASE_URL"]))
+    store.add("ops", "fixture-password")
+    ops = service_env | {"CANARY_REVIEW_TOKEN": store.issue_token("ops")}
+    released = canary(ops, "review", "decide", gid, "-d", "allow", "--note", "fixture")
     assert released.returncode == 0, released.stderr
 
     assert canary(service_env, "review", "list", "--quarantined").stdout == ""

@@ -82,6 +82,14 @@ class Quorum(_Strict):
         return self
 
 
+class ReviewRules(_Strict):
+    """How people may overturn this policy's decisions (worker.pipeline.review)."""
+
+    # Releasing a gate the pre-check quarantined on decisive evidence takes two different
+    # reviewers: one requests the release, a second approves it. False: one reviewer suffices.
+    two_person_release: bool = True
+
+
 class HarmPolicy(_Strict):
     """A versioned harm policy (one YAML file in ``policies/``)."""
 
@@ -93,6 +101,7 @@ class HarmPolicy(_Strict):
     detector_guidance: tuple[str, ...] = ()
     protocol: Protocol = Protocol()
     quorum: Quorum
+    review: ReviewRules = ReviewRules()
     sha256: str = ""
     _rulesets: dict[str, RulesetSource] = PrivateAttr(default_factory=dict)
     _models: dict[str, str] = PrivateAttr(default_factory=dict)

@@ -25,9 +25,10 @@ from policies import HarmPolicy, load_policy
 from policies.loader import PolicyError
 from worker.adapters import stage_metrics
 from worker.adapters.db import Gate, GateStatus, Outcome, utcnow
+from worker.adapters.signing import sign_allowed
 from worker.adapters.storage import sha256_hex
 from worker.core.detector import Artifact, cast_vote, error_vote
-from worker.core.errors import DetectorError, StorageError
+from worker.core.errors import CanaryError, DetectorError, StorageError
 from worker.core.models import Coverage, Decision, ErrorKind, PolicyRef, PrecheckResult, Report, Timings, Vote
 from worker.core.quorum import decide_quorum
 from worker.detectors import detector_for
@@ -36,14 +37,14 @@ from worker.pipeline.runtime import Runtime
 log = structlog.get_logger("canary.gate")
 
 
-class ArtifactCorrupt(Exception):
+class ArtifactCorruptError(CanaryError):
     """The stored bytes do not hash to the gate's sha256: never classify them."""
 
 
 def load_artifact(rt: Runtime, gate: Gate) -> Artifact:
     data = rt.reader.get(gate.object_key)
     if sha256_hex(data) != gate.sha256:
-        raise ArtifactCorrupt("artifact bytes do not match their sha256")
+        raise ArtifactCorruptError("artifact bytes do not match their sha256")
     return Artifact(sha256=gate.sha256, data=data)
 
 
@@ -82,7 +83,7 @@ def begin_many(rt: Runtime, gate_ids: Sequence[str]) -> Started:
             continue
         try:
             started.ready.append((gate, gate_policy(gate), load_artifact(rt, gate)))
-        except (PolicyError, ArtifactCorrupt) as exc:
+        except (PolicyError, ArtifactCorruptError) as exc:
             started.failed.append((gate.id, str(exc)))
         except StorageError as exc:
             # The store may be back later: this gate stays open (visibly ``running``) and the
@@ -390,6 +391,8 @@ def _publish_one(rt: Runtime, submission_id: str, gate_ids: Sequence[str], gates
             "submission_id": submission_id,
             "gate_ids": list(gate_ids),
             "sha256": first.sha256,
+            "decision": "allow",
+            "signature": sign_allowed(rt.settings, submission_id, first.sha256),
             "object_key": first.object_key,
             "object_store": rt.store.location,
             "policies": [g.policy_id for g in ordered],
