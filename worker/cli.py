@@ -151,12 +151,9 @@ def _print_table(rows: list[tuple[str, Any]]) -> None:
         table.add_column(column, overflow="fold")
     for name, g in rows:
         colour = colours.get(g.status, "white")
-        reason = g.reason or ""
-        reason = reason if len(reason) <= 60 else reason[:57] + "..."
+        reason = g.reason or ""  # whole: a cut reason hides the part that names the evidence
         # Names and reasons are data: plain Text, so "[x]" is not markup and ":six:" not an emoji.
-        table.add_row(
-            Text(name), g.policy_id, Text(g.status, style=colour), Text(reason), str(g.size), g.id[:12]
-        )
+        table.add_row(Text(name), g.policy_id, Text(g.status, style=colour), Text(reason), str(g.size), g.id)
     console = stdout_console()  # piped (CI logs, `| tee`): 160 columns, not rich's 80
     console.print(table)
     counts = {s: sum(1 for _, g in rows if g.status == s) for s in ("allow", "quarantine", "review")}
@@ -480,7 +477,11 @@ from worker.web.serve import serve_command  # noqa: E402
 
 app.command("serve")(serve_command)
 
+from worker.commands.review_extras import audit_command, export_command  # noqa: E402
 from worker.commands.stuck import stuck_command  # noqa: E402
+
+review_app.command("audit")(audit_command)
+review_app.command("export")(export_command)
 
 app.command("stuck")(stuck_command)
 

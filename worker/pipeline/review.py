@@ -72,17 +72,24 @@ def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, not
         **(approval or {}),
     }
     body = json.dumps(report, sort_keys=True)
-    if decision == "quarantine" and was == GateStatus.review:  # bytes changed in the store: nothing is moved
-        rt.quarantine.put(f"{gate.id}/artifact", _checked_bytes(rt, gate), encrypt=True)
-    if decision == "quarantine" or was == GateStatus.quarantine:
-        rt.quarantine.put(
-            f"{gate.id}/report.json", body.encode(), encrypt=True, content_type="application/json"
-        )
+    moving = decision == "quarantine" and was == GateStatus.review
+    data = _checked_bytes(rt, gate) if moving else b""  # bytes changed in the store: nothing is recorded
     reason = f"reviewed by {person}: {decision} (was {was}: {gate.reason})"
     review = Review(gate_id, was, decision, body, reason, note)
     ready = rt.repo.record_review(review, f"person:{person}", gate.sha256)
     if ready is None:
         raise ReviewError(f"gate {gate_id} left {was} meanwhile")
+    # Only the winner of the conditional update writes the bucket: two reviewers deciding at once
+    # leave the record that the database holds, never the loser's overwrite. A crash right here
+    # leaves the database decided and the bucket behind; the bytes stay in the artifact store by
+    # sha256, and a rerun of this step (`canary review decide` is refused then) is not needed for
+    # the gate to stay blocked: only allowed gates are ever published.
+    if moving:
+        rt.quarantine.put(f"{gate.id}/artifact", data, encrypt=True)
+    if decision == "quarantine" or was == GateStatus.quarantine:
+        rt.quarantine.put(
+            f"{gate.id}/report.json", body.encode(), encrypt=True, content_type="application/json"
+        )
     for sub_id, gate_ids in ready:
         publish_allowed(rt, sub_id, gate_ids)
     fresh = rt.repo.get(gate_id)
