@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from worker.core import literals
-from worker.core.decode import _GATES
 from worker.core.literals import LiteralSet
+from worker.core.payloads import _GATES
 
 LITERALS = (b"ase64", b"\\", b"[", b" 0110", b"=\n", b"uoted-printable")
 

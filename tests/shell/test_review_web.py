@@ -162,3 +162,26 @@ def test_trusted_header_names_the_reviewer(gate):
         )
         assert client.get("/", headers={"X-Remote-User": "mallory"}).status_code == 403
         assert client.get("/").status_code == 403
+
+
+def test_approving_a_review_item_publishes_it_signed(web, gate, fixture_policy):
+    """A gate in review approved in the app reaches the allowed queue with a valid signature."""
+    gid = gate.submit(b"needs a human", [fixture_policy("malformed")]).gates[0].id
+    sign_in(web, "alice")
+    page = web.get(f"/item/{gid}").text
+    assert 'id="form-allow"' in page and 'id="form-release"' not in page
+    done = web.post(f"/item/{gid}/decide", data={"csrf": csrf(page), "decision": "allow", "note": ""})
+    assert "allowed queue" in done.text and gate.rt.repo.get(gid).status == "allow"
+    [message] = [json.loads(p.read_text()) for p in (gate.settings.data_dir / "allowed").glob("*.json")]
+    assert message["gate_id"] == gid and verify(signing_key(gate.settings), message)
+    assert "Nothing to decide" in web.get(f"/item/{gid}").text
+
+
+def test_queue_marks_a_release_waiting_for_a_second_reviewer(web, gate):
+    """After the first reviewer's release request, the queue shows the gate as release requested."""
+    gid = quarantined(gate)
+    sign_in(web, "alice")
+    token = csrf(web.get(f"/item/{gid}").text)
+    web.post(f"/item/{gid}/decide", data={"csrf": token, "decision": "allow", "note": "a quoted example"})
+    row = web.get("/").text.split(gid[:12])[0].rsplit("<tr", 1)[1]
+    assert "release requested" in row
