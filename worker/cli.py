@@ -155,6 +155,10 @@ def _print_table(rows: list[tuple[str, Any]]) -> None:
         # Names and reasons are data: plain Text, so "[x]" is not markup and ":six:" not an emoji.
         table.add_row(Text(name), g.policy_id, Text(g.status, style=colour), Text(reason), str(g.size), g.id)
     console = stdout_console()  # piped (CI logs, `| tee`): 160 columns, not rich's 80
+    if not console.is_terminal:  # whole gate ids (status takes them) and names on one line each
+        name = max((len(n) for n, _ in rows), default=8)
+        reason = max((len(g.reason or "") for _, g in rows), default=6)
+        console.width = max(console.width, name + 32 + min(reason, 100) + 60)
     console.print(table)
     counts = {s: sum(1 for _, g in rows if g.status == s) for s in ("allow", "quarantine", "review")}
     console.print(", ".join(f"{n} {s}" for s, n in counts.items()))
@@ -482,6 +486,12 @@ from worker.commands.stuck import stuck_command  # noqa: E402
 
 review_app.command("audit")(audit_command)
 review_app.command("export")(export_command)
+
+from worker.commands.suppress import suppress_command, suppressions_command, unsuppress_command  # noqa: E402
+
+review_app.command("suppress")(suppress_command)
+review_app.command("suppressions")(suppressions_command)
+review_app.command("unsuppress")(unsuppress_command)
 
 app.command("stuck")(stuck_command)
 

@@ -251,6 +251,7 @@ class Pending:
     votes: list[Vote] = field(default_factory=list)
     precheck_ms: float = 0.0
     reason_override: str | None = None
+    note: str = ""  # appended to the reason (e.g. the suppressions that covered the evidence)
 
 
 def decide_many(rt: Runtime, pending: dict[str, Pending]) -> dict[str, Report]:
@@ -266,7 +267,7 @@ def decide_many(rt: Runtime, pending: dict[str, Pending]) -> dict[str, Report]:
     for gate_id, item in pending.items():
         gate = gates.get(gate_id)
         if gate is not None and not gate.terminal:
-            decided.append((gate, judge(gate, item)))
+            decided.append((gate, judge(gate, unsuppressed(rt, gate, item))))
     route_many(rt, decided)
     if decided:
         stage_metrics.observe("decide", (time.perf_counter() - started) / len(decided), len(decided))
@@ -286,7 +287,26 @@ def judge(gate: Gate, item: Pending) -> Report:
         decision, reason = "review", reason_override
     else:
         decision, reason = decide_quorum(item.precheck, item.votes, required, expected)
+    if item.note:
+        reason = f"{reason}; {item.note}"
     return build_report(gate, decision, reason, item.precheck, item.votes, item.precheck_ms)
+
+
+def unsuppressed(rt: Runtime, gate: Gate, item: Pending) -> Pending:
+    """A harmful pre-check whose every piece of evidence a reviewer suppressed counts as harmless
+    (the detectors' votes decide), and the reason names the suppressions (worker.pipeline.suppressions)."""
+    if item.precheck.verdict != "harmful" or item.reason_override:
+        return item
+    from worker.pipeline.suppressions import covering, named
+
+    try:
+        used = covering(rt, gate.policy_id, load_artifact(rt, gate).data, item.precheck)
+    except Exception:  # noqa: BLE001 - no suppression applies when it cannot be checked (fail closed)
+        return item
+    if not used:
+        return item
+    harmless = item.precheck.model_copy(update={"verdict": "harmless"})
+    return Pending(harmless, item.votes, item.precheck_ms, None, named(used))
 
 
 def build_report(

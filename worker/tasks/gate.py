@@ -61,7 +61,7 @@ def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
         except Exception as exc:  # noqa: BLE001 - one artifact's crash must not hold its batch
             failed.append((gate.id, f"pre-check failed: {type(exc).__name__}"))
             continue
-        if result.verdict == "harmful":
+        if result.verdict == "harmful" and not suppressed(rt, gate.policy_id, artifact.data, result):
             blocked[gate.id] = Pending(result, [], ms)
         else:
             groups.setdefault(policy.sha256, []).append((gate, result, ms))
@@ -167,3 +167,14 @@ def sweep_task(self: Any) -> dict[str, int]:
 
     app = self.app
     return sweep(runtime_for(app), lambda gid: app.send_task("canary.precheck", (gid,), ignore_result=True))
+
+
+def suppressed(rt: Any, policy_id: str, data: bytes, result: PrecheckResult) -> bool:
+    """Every piece of the pre-check's evidence is suppressed by a reviewer: run the detectors
+    instead of blocking (the decide step names the suppressions). Fails closed: any error blocks."""
+    from worker.pipeline.suppressions import covering
+
+    try:
+        return bool(covering(rt, policy_id, data, result))
+    except Exception:  # noqa: BLE001
+        return False
