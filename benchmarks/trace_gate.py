@@ -59,6 +59,7 @@ def traced_worker(extra: list[str]) -> None:
     from celery.signals import task_postrun, task_prerun
 
     import worker.adapters.db as db
+    import worker.pipeline.routing as routing
     import worker.pipeline.steps as steps
     import worker.tasks.gate as tasks
     from worker.cli import main
@@ -86,7 +87,7 @@ def traced_worker(extra: list[str]) -> None:
                 setattr(owner, name, wrapper)
 
     for name in STEPS:
-        timed((steps, tasks), name)
+        timed((steps, routing, tasks), name)
     for name in REPO_CALLS:
         timed((db.GateRepo,), name)
     starts: dict[str, float] = {}

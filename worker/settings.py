@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker.core.errors import ConfigError
@@ -74,6 +74,18 @@ class Settings(BaseSettings):
     mail_password_env: str = "CANARY_MAIL_PASSWORD"
     mail_ca_file: str | None = None
     mail_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    # pypi:/npm: inputs (producers.registry): a mirror; unset, pip's and npm's own configuration.
+    pypi_index_url: str | None = None
+    npm_registry: str | None = None
+
+    @classmethod
+    def load(cls, **overrides: Any) -> Settings:
+        """The settings from the environment. The one home of settings errors: anything invalid is
+        a ``ConfigError`` (``invalid settings: ...``) that entry points turn into a clear refusal."""
+        try:
+            return cls(**overrides)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid settings: {exc.errors()[0]['msg']}") from None
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

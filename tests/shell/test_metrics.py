@@ -12,9 +12,10 @@ from sqlalchemy import create_engine
 from typer.testing import CliRunner
 
 from worker.adapters.db import Gate, utcnow
-from worker.adapters.metrics import connect_worker_exporter, gate_registry
+from worker.adapters.metrics import gate_registry
 from worker.cli import app
 from worker.settings import Settings
+from worker.tasks.exporter import connect_worker_exporter
 
 
 def stuck_gate(gate, name: str, attempts: int, deadline_s: float, age_s: float = 0.0) -> Gate:

@@ -185,3 +185,41 @@ def test_queue_marks_a_release_waiting_for_a_second_reviewer(web, gate):
     web.post(f"/item/{gid}/decide", data={"csrf": token, "decision": "allow", "note": "a quoted example"})
     row = web.get("/").text.split(gid[:12])[0].rsplit("<tr", 1)[1]
     assert "release requested" in row
+
+
+def test_a_new_password_ends_the_sessions_opened_with_the_old_one(web, gate):
+    """After `add-user` sets a new password, a browser signed in with the old one must sign in again."""
+    assert sign_in(web, "alice") == 303
+    assert web.get("/", follow_redirects=False).status_code == 200
+    ReviewerStore(gate.rt.repo.engine).add("alice", "a brand new passphrase")
+    response = web.get("/", follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == "/login"
+
+
+def test_an_unknown_gate_or_changed_bytes_are_said_plainly(web, gate):
+    """An unknown gate id is a 404; a gate whose stored bytes changed shows its report, says so, and
+    shows none of the other bytes."""
+    gid = quarantined(gate)
+    (gate.settings.data_dir / "objects" / gate.rt.repo.get(gid).object_key).write_bytes(b"swapped")
+    with TestClient(create_app(gate.settings), base_url="http://127.0.0.1") as fresh:  # no cached bytes
+        sign_in(fresh, "alice")
+        assert fresh.get("/item/no-such-gate").status_code == 404
+        page = fresh.get(f"/item/{gid}")
+    assert page.status_code == 200 and "pi.override.directive" in page.text
+    assert "sha256" in page.text.split('class="error"')[1] and 'id="artifact"' not in page.text
+
+
+def test_trusted_header_mode_still_needs_the_csrf_token(gate):
+    """A proxy-named reviewer's form without the CSRF token is refused like any other."""
+    ReviewerStore(gate.rt.repo.engine).add("carol", PASSWORD)
+    gid = quarantined(gate)
+    settings = gate.settings.model_copy(update={"review_trusted_header": "X-Remote-User"})
+    with TestClient(create_app(settings, gate.rt), base_url="http://127.0.0.1") as client:
+        who = {"X-Remote-User": "carol"}
+        response = client.post(f"/item/{gid}/decide", data={"decision": "quarantine"}, headers=who)
+        assert response.status_code == 403 and gate.rt.repo.get(gid).status == "quarantine"
+        token = csrf(client.get(f"/item/{gid}", headers=who).text)
+        client.post(f"/item/{gid}/decide", data={"csrf": token, "decision": "quarantine"}, headers=who)
+        assert ("reviewed:quarantine", "person:carol") in [
+            (e.event, e.actor) for e in gate.rt.repo.audit_trail(gid)
+        ]

@@ -18,8 +18,8 @@ The per-stage histograms and detector error counts come from ``worker.adapters.s
 (prometheus_client multiprocess files). Every exporter reports the same database-wide values: with several worker
 replicas scraped, aggregate with ``max`` (not ``sum``).
 
-``canary metrics`` serves them alone; a Celery worker's main process serves
-them when ``CANARY_METRICS_PORT`` is set (see :func:`connect_worker_exporter`).
+``canary metrics`` (``worker.cli.ops``) serves them alone; a Celery worker's main process
+serves them when ``CANARY_METRICS_PORT`` is set (``worker.tasks.exporter``).
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
-import typer
+
+from worker.adapters.db import GateRepo, GateStatus
 
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
@@ -41,74 +42,26 @@ if TYPE_CHECKING:
 log = structlog.get_logger("canary.metrics")
 
 DEFAULT_PORT = 9808
-STATUSES = ("pending", "running", "allow", "quarantine", "review")
-OPEN_STATUSES = ("pending", "running")
-
-
-def _aware(value: Any) -> datetime | None:
-    """A database timestamp as an aware UTC datetime (SQLite may hand back strings or naive values)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if not isinstance(value, datetime):
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+STATUSES = tuple(GateStatus)
 
 
 class GateCollector:
     """Reads gate counts from the database on each ``collect()``. Never raises into the scrape."""
 
     def __init__(self, engine: Engine, now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
-        self.engine = engine
+        self.repo = GateRepo(engine)
         self.now = now
         self._schema_ready = False
 
     def read(self) -> dict[str, Any]:
         """One snapshot of the gate table (a handful of aggregate queries)."""
-        from sqlalchemy import func, select
-
-        from worker.adapters.db import Gate, not_reviewed
-
         if not self._schema_ready:  # like every component: a fresh database gets its (empty) tables
-            Gate.metadata.create_all(self.engine)
+            self.repo.create_tables()
             self._schema_ready = True
-        table = Gate.__table__  # type: ignore[attr-defined]
-        is_open = table.c.status.in_(OPEN_STATUSES)
         now = self.now()
-        with self.engine.connect() as conn:
-            statuses = conn.execute(select(table.c.status, func.count()).group_by(table.c.status)).all()
-            oldest, attempts = conn.execute(
-                select(func.min(table.c.created_at), func.max(table.c.attempts)).where(is_open)
-            ).one()
-            late = conn.execute(select(func.count()).where(is_open, table.c.deadline < now)).scalar_one()
-            unreviewed = conn.execute(
-                select(func.count()).where(table.c.status == "quarantine", not_reviewed())
-            ).scalar_one()
-            oldest_by_policy = conn.execute(
-                select(table.c.policy_id, func.min(table.c.created_at))
-                .where(is_open)
-                .group_by(table.c.policy_id)
-            ).all()
-            decisions = conn.execute(
-                select(table.c.policy_id, table.c.decision, func.count())
-                .where(table.c.decision.is_not(None))
-                .group_by(table.c.policy_id, table.c.decision)
-            ).all()
-        started = _aware(oldest)
-        return {
-            "statuses": {str(status): int(n) for status, n in statuses},
-            "oldest_age_s": max(0.0, (now - started).total_seconds()) if started else 0.0,
-            "overdue": int(late or 0),
-            "attempts_max_open": int(attempts or 0),
-            "decisions": [(str(p), str(d), int(n)) for p, d, n in decisions],
-            "oldest_by_policy": {
-                str(p): max(0.0, (now - at).total_seconds())
-                for p, t in oldest_by_policy
-                if (at := _aware(t)) is not None
-            },
-            "unreviewed_quarantine": int(unreviewed or 0),
-        }
+        snap = self.repo.snapshot(now)
+        snap["oldest_by_policy"] = self.repo.oldest_open_by_policy(now)
+        return snap
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
@@ -197,11 +150,9 @@ def settings_registry(settings: Settings) -> CollectorRegistry:
 
 def reader_engine(url: str) -> Engine:
     """A lazily connecting engine for scrapes: a database that is down at start-up is no error."""
-    from sqlalchemy import create_engine
+    from worker.adapters.db import make_reader_engine
 
-    if url.startswith("sqlite"):
-        return create_engine(url, connect_args={"check_same_thread": False, "timeout": 5})
-    return create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=1)
+    return make_reader_engine(url)
 
 
 def start_exporter(settings: Settings, port: int | None = None, addr: str | None = None) -> CollectorRegistry:
@@ -214,62 +165,3 @@ def start_exporter(settings: Settings, port: int | None = None, addr: str | None
         port or settings.metrics_port or DEFAULT_PORT, addr=addr or settings.metrics_addr, registry=registry
     )
     return registry
-
-
-def _on_worker_init(sender: Any = None, **_: Any) -> None:
-    """``worker_init`` receiver: the worker's main process serves metrics when a port is set."""
-    settings = getattr(getattr(sender, "app", None), "canary_settings", None)
-    if settings is None or not settings.metrics_port:
-        return
-    try:
-        start_exporter(settings)
-    except OSError as exc:  # the port is taken: the worker still works, without metrics
-        log.error("metrics_exporter_failed", port=settings.metrics_port, error=str(exc))
-        return
-    log.info("metrics_exporter_started", port=settings.metrics_port)
-
-
-def connect_worker_exporter() -> None:
-    """Hook Celery's ``worker_init`` (main process only, before the pool forks). Idempotent."""
-    from celery.signals import worker_init
-
-    worker_init.connect(_on_worker_init, weak=False, dispatch_uid="canary-metrics-exporter")
-
-
-def metrics_command(
-    port: Annotated[
-        int | None,
-        typer.Option(help=f"Port to serve /metrics on [default: CANARY_METRICS_PORT or {DEFAULT_PORT}]."),
-    ] = None,
-    addr: Annotated[
-        str | None, typer.Option(help="Address to bind [default: CANARY_METRICS_ADDR or 127.0.0.1].")
-    ] = None,
-    once: Annotated[bool, typer.Option("--once", help="Print the metrics once to stdout and exit.")] = False,
-) -> None:
-    """Serve the gate metrics (read from the gate database) for Prometheus."""
-    import threading
-
-    from pydantic import ValidationError
-
-    from worker.settings import Settings
-
-    try:
-        settings = Settings()
-    except ValidationError as exc:
-        typer.echo(f"canary: invalid settings: {exc.errors()[0]['msg']}", err=True)
-        raise typer.Exit(2) from None
-    if once:
-        from prometheus_client import generate_latest
-
-        typer.echo(generate_latest(settings_registry(settings)).decode(), nl=False)
-        return
-    chosen = port or settings.metrics_port or DEFAULT_PORT
-    try:
-        start_exporter(settings, chosen, addr)
-    except OSError as exc:
-        typer.echo(
-            f"canary: cannot serve metrics on {addr or settings.metrics_addr}:{chosen}: {exc}", err=True
-        )
-        raise typer.Exit(1) from None
-    typer.echo(f"serving gate metrics on http://{addr or settings.metrics_addr}:{chosen}/metrics", err=True)
-    threading.Event().wait()

@@ -15,8 +15,8 @@ from policies import load_policy
 from worker.adapters import stage_metrics
 from worker.adapters.db import Gate, Submission, deadline_from_now
 from worker.adapters.storage import artifact_key, sha256_hex
+from worker.pipeline.routing import publish_allowed
 from worker.pipeline.runtime import Runtime
-from worker.pipeline.steps import publish_allowed
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,10 @@ from typing import Any, Literal
 from worker.adapters.db import Gate, GateStatus, Review, utcnow
 from worker.core.errors import UsageError
 from worker.core.normalize import INVISIBLE
+from worker.pipeline.ref import GateRef
+from worker.pipeline.routing import publish_allowed, quarantine
 from worker.pipeline.runtime import Runtime
-from worker.pipeline.steps import ArtifactCorruptError, load_artifact, publish_allowed
+from worker.pipeline.steps import ArtifactCorruptError, load_artifact
 from worker.pipeline.two_person import SecondReviewerError, release_approval
 
 HumanDecision = Literal["allow", "quarantine"]
@@ -72,26 +74,23 @@ def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, not
         **(approval or {}),
     }
     body = json.dumps(report, sort_keys=True)
-    moving = decision == "quarantine" and was == GateStatus.review
-    data = _checked_bytes(rt, gate) if moving else b""  # bytes changed in the store: nothing is recorded
+    recorded = decision == "quarantine" or was == GateStatus.quarantine
+    # From review, the bytes go along (checked first: if the store no longer holds what was
+    # classified, nothing is recorded); a quarantined gate's bytes are there already.
+    data = _checked_bytes(rt, gate) if recorded and was == GateStatus.review else None
     reason = f"reviewed by {person}: {decision} (was {was}: {gate.reason})"
     review = Review(gate_id, was, decision, body, reason, note)
     ready = rt.repo.record_review(review, f"person:{person}", gate.sha256)
     if ready is None:
         raise ReviewError(f"gate {gate_id} left {was} meanwhile")
     # Only the winner of the conditional update writes the bucket: two reviewers deciding at once
-    # leave the record that the database holds, never the loser's overwrite. A crash right here
-    # leaves the database decided and the bucket behind; the bytes stay in the artifact store by
-    # sha256, and a rerun of this step (`canary review decide` is refused then) is not needed for
-    # the gate to stay blocked: only allowed gates are ever published.
-    if moving:
-        rt.quarantine.put(f"{gate.id}/artifact", data, encrypt=True)
-    if decision == "quarantine" or was == GateStatus.quarantine:
-        rt.quarantine.put(
-            f"{gate.id}/report.json", body.encode(), encrypt=True, content_type="application/json"
-        )
-    for sub_id, gate_ids in ready:
-        publish_allowed(rt, sub_id, gate_ids)
+    # leave the record the database holds, never the loser's overwrite. A crash right here leaves
+    # the database decided and the bucket behind; the bytes stay in the artifact store by sha256,
+    # and a blocked gate stays blocked (only allowed gates are ever published).
+    if recorded:
+        quarantine(rt, gate.id, body, data)
+    for sub in ready:
+        publish_allowed(rt, sub.id, sub.gates)
     fresh = rt.repo.get(gate_id)
     assert fresh is not None
     return fresh
@@ -133,6 +132,6 @@ def artifact(rt: Runtime, gate_id: str) -> tuple[Gate, bytes]:
 def _checked_bytes(rt: Runtime, gate: Gate) -> bytes:
     """The gate's artifact bytes; a ReviewError when the store no longer holds what was classified."""
     try:
-        return load_artifact(rt, gate).data
+        return load_artifact(rt, GateRef.of(gate)).data
     except ArtifactCorruptError as exc:
         raise ReviewError(f"gate {gate.id}: {exc}") from exc

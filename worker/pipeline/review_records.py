@@ -16,6 +16,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from worker.adapters.db import REVIEWED, AuditEvent, Gate
+from worker.pipeline.ref import GateRef
 from worker.pipeline.runtime import Runtime
 from worker.pipeline.steps import ArtifactCorruptError, load_artifact
 from worker.pipeline.stuck import parse_duration
@@ -65,7 +66,7 @@ def reviewed_records(rt: Runtime, since: datetime | None = None) -> Iterator[dic
         if gate is None or gate.status not in ("allow", "quarantine"):
             continue
         try:
-            data = load_artifact(rt, gate).data
+            data = load_artifact(rt, GateRef.of(gate)).data
         except (ArtifactCorruptError, OSError, KeyError):
             continue  # the bytes are gone or changed: no label for what cannot be shown
         report = json.loads(gate.report or "{}")

@@ -26,8 +26,9 @@ from sqlmodel import Session, col, select
 
 from worker.adapters.db import OPEN_STATUSES, AuditEvent, Gate, GateStatus, Submission, utcnow
 from worker.adapters.progress import fan_out_state
+from worker.pipeline.routing import publish_allowed
 from worker.pipeline.runtime import Runtime
-from worker.pipeline.steps import fail, publish_allowed
+from worker.pipeline.steps import fail
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -24,6 +24,7 @@ from sqlmodel import Field, Session, SQLModel, col, select
 from worker.adapters.db import REVIEWED, AuditEvent, Gate, GateStatus, utcnow
 from worker.core.errors import UsageError
 from worker.core.models import Evidence, PrecheckResult
+from worker.pipeline.ref import GateRef
 from worker.pipeline.runtime import Runtime
 
 
@@ -109,7 +110,7 @@ def suppress_gate(rt: Runtime, gate_id: str, person: str, reason: str, days: flo
     evidence = _evidence(gate)
     if not evidence:
         raise SuppressionError(f"gate {gate_id} has no pre-check evidence to suppress")
-    data = load_artifact(rt, gate).data
+    data = load_artifact(rt, GateRef.of(gate)).data
     keys = list(dict.fromkeys(evidence_key(data, e) for e in evidence))
     expires = utcnow() + timedelta(days=days)
     _ensure_table(rt)

@@ -14,8 +14,9 @@ from datetime import timedelta
 import structlog
 
 from worker.adapters.db import utcnow
+from worker.pipeline.routing import publish_allowed
 from worker.pipeline.runtime import Runtime
-from worker.pipeline.steps import fail, publish_allowed
+from worker.pipeline.steps import fail
 
 log = structlog.get_logger("canary.sweeper")
 

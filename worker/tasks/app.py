@@ -52,7 +52,7 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
 
         after_setup_logger.connect(_json_lines, weak=False, dispatch_uid="canary-json-logs")
         after_setup_task_logger.connect(_json_lines, weak=False, dispatch_uid="canary-json-task-logs")
-        from worker.adapters.metrics import connect_worker_exporter
+        from worker.tasks.exporter import connect_worker_exporter
 
         connect_worker_exporter()  # the main process serves /metrics when CANARY_METRICS_PORT != 0
     import worker.tasks.gate  # noqa: F401  (registers the shared tasks on this app)

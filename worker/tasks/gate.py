@@ -1,15 +1,17 @@
-"""Celery tasks: thin wrappers over ``worker.pipeline.steps``. The broker only carries gate ids and refs."""
+"""Celery tasks: thin wrappers over ``worker.pipeline.steps``. The broker only carries gate ids and
+``GateRef`` messages."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from celery import chord, current_app, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 
 from policies import HarmPolicy
-from worker.adapters.db import Gate
 from worker.core.errors import DatabaseUnavailableError, StorageError
 from worker.core.models import PrecheckResult
+from worker.pipeline.ref import GateRef
 from worker.pipeline.runtime import runtime_for
 from worker.pipeline.steps import (
     Pending,
@@ -18,7 +20,6 @@ from worker.pipeline.steps import (
     detect_chunks,
     detect_many,
     fail_many,
-    gate_ref,
     precheck_step,
     votes_by_gate,
 )
@@ -52,7 +53,7 @@ def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
     started = begin_many(rt, ids)
     fail_many(rt, started.failed)
     blocked: dict[str, Pending] = {}
-    groups: dict[str, list[tuple[Gate, PrecheckResult, float]]] = {}
+    groups: dict[str, list[tuple[GateRef, PrecheckResult, float]]] = {}
     policies: dict[str, HarmPolicy] = {}
     failed: list[tuple[str, str]] = []
     for gate, policy, artifact in started.ready:
@@ -82,10 +83,10 @@ def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
 
 
 def fan_out(
-    app: Any, settings: Settings, policy: HarmPolicy, members: list[tuple[Gate, PrecheckResult, float]]
+    app: Any, settings: Settings, policy: HarmPolicy, members: list[tuple[GateRef, PrecheckResult, float]]
 ) -> None:
     """The chord for one policy's gates: header = one detect per detector, body = decide."""
-    refs = [gate_ref(gate) for gate, _, _ in members]
+    refs = [gate.to_message() for gate, _, _ in members]
     ids = [gate.id for gate, _, _ in members]
     runtime_for(app).progress.expect(ids, [spec.name for spec in policy.quorum.detectors])
     # What Flower and the worker log show for arguments: the detector and the gate ids, written
@@ -123,8 +124,10 @@ def fan_out(
 @shared_task(bind=True, name="canary.detect", ignore_result=True)  # type: ignore[untyped-decorator]
 def detect_task(self: Any, detector: str, refs: list[dict[str, Any]]) -> dict[str, Any]:
     """One detector's votes over a batch, as data (``{gate_id: vote}``). Never raises for a detector failure."""
+    parsed = [GateRef.from_message(ref) for ref in refs]
+    gates = [ref for ref in parsed if ref is not None]
     rt = runtime_for(self.app)
-    votes = detect_many(rt, detector, refs)
+    votes = detect_many(rt, detector, gates, (SoftTimeLimitExceeded,))
     rt.progress.voted(detector, {gid: vote.verdict or f"invalid:{vote.error}" for gid, vote in votes.items()})
     return {gid: vote.model_dump(mode="json") for gid, vote in votes.items()}
 

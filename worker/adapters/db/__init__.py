@@ -1,7 +1,14 @@
 """The gate database: tables (``tables``), the portable repository that holds all of its SQL
 (``repository``) and that repository's Postgres fast paths (``postgres``)."""
 
-from worker.adapters.db.repository import GateRepo, Outcome, Review, make_engine, not_reviewed
+from worker.adapters.db.repository import (
+    GateRepo,
+    Outcome,
+    Review,
+    make_engine,
+    make_reader_engine,
+    not_reviewed,
+)
 from worker.adapters.db.tables import (
     OPEN_STATUSES,
     REVIEWED,
@@ -27,6 +34,7 @@ __all__ = [
     "Submission",
     "deadline_from_now",
     "make_engine",
+    "make_reader_engine",
     "not_reviewed",
     "utcnow",
 ]

@@ -13,10 +13,10 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar, cast
 
-from sqlalchemy import ColumnElement, event, exists, insert, text, update
+from sqlalchemy import ColumnElement, event, exists, func, insert, text, update
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection, CursorResult, Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
@@ -97,6 +97,24 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, pool_size=5, max_overflow=5, pool_recycle=1800)
     SQLModel.metadata.create_all(engine)
     return engine
+
+
+def make_reader_engine(url: str) -> Engine:
+    """A lazily connecting engine for scrapes: a database that is down at start-up is no error."""
+    if url.startswith("sqlite"):
+        return create_engine(url, connect_args={"check_same_thread": False, "timeout": 5})
+    return create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=1)
+
+
+def _aware(value: Any) -> datetime | None:
+    """A database timestamp as an aware UTC datetime (SQLite may hand back strings or naive values)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -292,14 +310,21 @@ class GateRepo:
             stmt = stmt.with_for_update()
         return session.exec(stmt).first()
 
-    def _resolve_submissions(self, conn: Connection, sha256s: Iterable[str]) -> list[Submission]:
-        """Close the pending submissions of these artifacts whose gates are all decided."""
+    def _resolve_submissions(
+        self, conn: Connection, sha256s: Iterable[str], reopen: bool = False
+    ) -> list[Submission]:
+        """Settle the submissions of these artifacts whose gates are all decided: ``allow`` when
+        every gate allows, else ``blocked``. Returns those now allowed (to publish).
+
+        The one home of submission resolution. By default it looks at the pending submissions
+        (a gate was just decided); ``reopen`` looks at every unpublished one instead (a person
+        released a gate, which can turn a blocked submission into an allowed one).
+        """
         subs_t = Submission.__table__  # type: ignore[attr-defined]
         gates_t = Gate.__table__  # type: ignore[attr-defined]
+        which = subs_t.c.published.is_(False) if reopen else subs_t.c.status == "pending"
         stmt = (
-            core_select(subs_t)
-            .where(subs_t.c.sha256.in_(sorted(set(sha256s))), subs_t.c.status == "pending")
-            .order_by(subs_t.c.id)
+            core_select(subs_t).where(subs_t.c.sha256.in_(sorted(set(sha256s))), which).order_by(subs_t.c.id)
         )
         if self._locks:
             stmt = stmt.with_for_update()
@@ -316,9 +341,11 @@ class GateRepo:
             got = [statuses.get(gid) for gid in sub.gates]
             if any(s not in TERMINAL_STATUSES for s in got):
                 continue
-            sub.status = "allow" if all(s == GateStatus.allow for s in got) else "blocked"
-            closed.setdefault(sub.status, []).append(sub.id)
-            if sub.status == "allow":
+            status = "allow" if all(s == GateStatus.allow for s in got) else "blocked"
+            if status != sub.status:
+                closed.setdefault(status, []).append(sub.id)
+            sub.status = status
+            if status == "allow":
                 ready.append(sub)
         for status, ids in closed.items():  # one statement per outcome, not per submission
             conn.execute(update(subs_t).where(subs_t.c.id.in_(ids)).values(status=status))
@@ -383,6 +410,57 @@ class GateRepo:
             stmt = select(AuditEvent).where(AuditEvent.gate_id == gate_id).order_by(col(AuditEvent.id))
             return list(session.exec(stmt).all())
 
+    def create_tables(self) -> None:
+        """Create the tables a fresh database lacks (what ``make_engine`` does on start-up)."""
+        SQLModel.metadata.create_all(self.engine)
+
+    def snapshot(self, now: datetime) -> dict[str, Any]:
+        """The gate table in a handful of aggregate queries, for the metrics collector: gates per
+        status, the oldest open gate's age, overdue gates, most attempts of an open gate,
+        decisions per policy, quarantined gates no person has reviewed. Errors are not
+        translated: the collector reports any failure as ``canary_gate_database_up 0``."""
+        table = Gate.__table__  # type: ignore[attr-defined]
+        is_open = table.c.status.in_(OPEN_STATUSES)
+        with self.engine.connect() as conn:
+            statuses = conn.execute(core_select(table.c.status, func.count()).group_by(table.c.status)).all()
+            oldest, attempts = conn.execute(
+                core_select(func.min(table.c.created_at), func.max(table.c.attempts)).where(is_open)
+            ).one()
+            late = conn.execute(core_select(func.count()).where(is_open, table.c.deadline < now)).scalar_one()
+            unreviewed = conn.execute(
+                core_select(func.count()).where(table.c.status == GateStatus.quarantine, not_reviewed())
+            ).scalar_one()
+            decisions = conn.execute(
+                core_select(table.c.policy_id, table.c.decision, func.count())
+                .where(table.c.decision.is_not(None))
+                .group_by(table.c.policy_id, table.c.decision)
+            ).all()
+        started = _aware(oldest)
+        return {
+            "statuses": {str(status): int(n) for status, n in statuses},
+            "oldest_age_s": max(0.0, (now - started).total_seconds()) if started else 0.0,
+            "overdue": int(late or 0),
+            "attempts_max_open": int(attempts or 0),
+            "decisions": [(str(p), str(d), int(n)) for p, d, n in decisions],
+            "unreviewed_quarantine": int(unreviewed or 0),
+        }
+
+    def oldest_open_by_policy(self, now: datetime) -> dict[str, float]:
+        """Seconds since the oldest open gate of each policy was created (metrics collector)."""
+        table = Gate.__table__  # type: ignore[attr-defined]
+        stmt = (
+            core_select(table.c.policy_id, func.min(table.c.created_at))
+            .where(table.c.status.in_(OPEN_STATUSES))
+            .group_by(table.c.policy_id)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        return {
+            str(policy): max(0.0, (now - at).total_seconds())
+            for policy, t in rows
+            if (at := _aware(t)) is not None
+        }
+
     @translated
     def waiting(self, status: GateStatus, limit: int = 100) -> list[Gate]:
         """Gates waiting for a person, oldest first: in review, or quarantined and not yet reviewed."""
@@ -393,10 +471,10 @@ class GateRepo:
             return list(session.exec(stmt.order_by(col(Gate.updated_at)).limit(limit)).all())
 
     @translated
-    def record_review(self, review: Review, actor: str, sha256: str) -> list[tuple[str, list[str]]] | None:
+    def record_review(self, review: Review, actor: str, sha256: str) -> list[Submission] | None:
         """Record a person's decision if the gate is still in ``review.was``, with its audit row.
 
-        Returns the submissions (id, gate ids) of this artifact now allowed under every policy, or
+        Returns the submissions of this artifact now allowed under every policy (to publish), or
         ``None`` when the gate left ``was`` meanwhile (nothing recorded).
         """
         with Session(self.engine) as session:
@@ -418,19 +496,7 @@ class GateRepo:
             if not changed:
                 return None
             self._audit(session, review.gate_id, f"{REVIEWED}{review.decision}", actor, review.note)
-            ready = self._reopen_submissions(session, sha256) if review.decision == GateStatus.allow else []
+            reopened = review.decision == GateStatus.allow
+            ready = self._resolve_submissions(session.connection(), [sha256], reopen=True) if reopened else []
             session.commit()
-        return ready
-
-    def _reopen_submissions(self, session: Session, sha256: str) -> list[tuple[str, list[str]]]:
-        """Submissions of this artifact that are now allowed under every policy."""
-        ready: list[tuple[str, list[str]]] = []
-        unpublished = Submission.published == False  # noqa: E712 - a SQL expression, not a test
-        subs = session.exec(select(Submission).where(Submission.sha256 == sha256, unpublished))
-        for sub in subs.all():
-            statuses = [g.status for g in session.exec(select(Gate).where(col(Gate.id).in_(sub.gates)))]
-            if len(statuses) == len(sub.gates) and all(s == GateStatus.allow for s in statuses):
-                sub.status = "allow"
-                session.add(sub)
-                ready.append((sub.id, sub.gates))
         return ready

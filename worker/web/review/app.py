@@ -27,7 +27,7 @@ from worker.pipeline.review import ReviewError, resolve
 from worker.pipeline.runtime import Runtime, build_runtime
 from worker.settings import Settings
 from worker.web.review import pages, queue
-from worker.web.review.auth import Session, Sessions, Throttle, csrf_ok
+from worker.web.review.auth import Session, Sessions, Throttle, csrf_ok, password_stamp
 
 HERE = Path(__file__).resolve().parent
 log = structlog.get_logger("canary.review.web")
@@ -87,9 +87,10 @@ class ReviewApp:
         """The signed-in reviewer: the trusted header's name (when configured) or the session's,
         either one only while it is a registered reviewer."""
         name = request.headers.get(self.trusted_header) if self.trusted_header else session.reviewer
-        if not name or self.store.get(name) is None:
+        row = self.store.get(name) if name else None
+        if row is None or not (self.trusted_header or session.stamp == password_stamp(row.password_hash)):
             return None
-        return name
+        return row.name
 
     async def login_form(self, request: Request) -> Response:
         session = self.sessions.load(request)
@@ -108,14 +109,18 @@ class ReviewApp:
             log.warning("review_login_throttled", reviewer=name[:64], address=address)
             msg = "Too many failed log-ins: wait 15 minutes."
             return self.page(request, session, "login.html", status=429, error=msg)
-        if await run_in_threadpool(self.store.check_password, name, password) is None:
+        row = await run_in_threadpool(self.store.check_password, name, password)
+        if row is None:
             self.by_name.fail(name)
             self.by_address.fail(address)
             log.info("review_login_failed", reviewer=name[:64], address=address)
             return self.page(request, session, "login.html", status=401, error="Wrong name or password.")
         self.by_name.clear(name)
         log.info("review_login", reviewer=name, address=address)
-        new = Session(name, secrets.token_urlsafe(32), changed=True)  # a new CSRF token per log-in
+        # A new session (and CSRF token) per log-in, stamped with the password it was opened with.
+        new = Session(
+            row.name, secrets.token_urlsafe(32), changed=True, stamp=password_stamp(row.password_hash)
+        )
         response = RedirectResponse("/", status_code=303)
         self.sessions.save(request, response, new)
         return response

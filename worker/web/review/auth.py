@@ -5,11 +5,14 @@ hours), HttpOnly, SameSite=Strict, and Secure whenever the request came over TLS
 reviewer's name and a random CSRF token that every form carries back; a POST without it is
 refused. With ``CANARY_REVIEW_TRUSTED_HEADER`` set, the reviewer's name comes from that request
 header instead (a reverse proxy that authenticated the person sets it); the name must still be
-a registered reviewer, and forms still need the CSRF token.
+a registered reviewer, and forms still need the CSRF token. A session also carries a stamp of
+the reviewer's password hash: setting a new password (``canary review add-user`` again) ends
+every session opened with the old one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import secrets
 import threading
@@ -31,6 +34,7 @@ class Session:
     reviewer: str | None
     csrf: str
     changed: bool = False
+    stamp: str = ""  # the reviewer's password stamp at log-in: a new password ends old sessions
 
 
 class Sessions:
@@ -47,8 +51,12 @@ class Sessions:
             except BadSignature:
                 data = None
             if isinstance(data, dict) and isinstance(data.get("c"), str):
-                reviewer = data.get("u")
-                return Session(reviewer if isinstance(reviewer, str) else None, data["c"])
+                reviewer, stamp = data.get("u"), data.get("s")
+                return Session(
+                    reviewer if isinstance(reviewer, str) else None,
+                    data["c"],
+                    stamp=stamp if isinstance(stamp, str) else "",
+                )
         return Session(None, secrets.token_urlsafe(32), changed=True)
 
     def save(self, request: Request, response: Response, session: Session) -> None:
@@ -57,13 +65,18 @@ class Sessions:
             return
         response.set_cookie(
             COOKIE,
-            self.serializer.dumps({"u": session.reviewer, "c": session.csrf}),
+            self.serializer.dumps({"u": session.reviewer, "c": session.csrf, "s": session.stamp}),
             max_age=SESSION_MAX_AGE_S,
             path="/",
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
         )
+
+
+def password_stamp(password_hash: str) -> str:
+    """A short digest of a reviewer's password hash, kept in the session (never the hash itself)."""
+    return hashlib.sha256(password_hash.encode()).hexdigest()[:16]
 
 
 def csrf_ok(session: Session, token: object) -> bool:

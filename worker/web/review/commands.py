@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from worker.cli.usage import load_settings
+
 if TYPE_CHECKING:  # the CLI imports this module at start-up: its heavy imports wait for use
     from worker.adapters.reviewers import Reviewer, ReviewerStore
     from worker.settings import Settings
@@ -68,9 +70,8 @@ def add_user_command(
 ) -> None:
     """Add a reviewer (or set a new password): the password is read from stdin, stored as an argon2 hash."""
     from worker.adapters.reviewers import IdentityError
-    from worker.cli import _settings
 
-    store = _store(_settings())
+    store = _store(load_settings())
     try:
         store.add(name, _read_password(confirm=True), os_user=os_user)
     except IdentityError as exc:
@@ -80,9 +81,7 @@ def add_user_command(
 
 def token_command(name: Annotated[str, typer.Argument(help="Reviewer name.")]) -> None:
     """Print a new CLI token for NAME (password read from stdin); use it as CANARY_REVIEW_TOKEN."""
-    from worker.cli import _settings
-
-    store = _store(_settings())
+    store = _store(load_settings())
     if store.check_password(name, _read_password(confirm=False)) is None:
         raise _fail("wrong reviewer name or password")
     typer.echo(store.issue_token(name))
@@ -99,12 +98,11 @@ def serve_command(
 
     import uvicorn
 
-    from worker.cli import _settings
     from worker.logs import configure_logging
     from worker.web.review.app import create_app
 
     configure_logging(logging.INFO, stdlib=True)
-    app = create_app(_settings())
+    app = create_app(load_settings())
     uvicorn.run(
         app, host=host, port=port, ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, log_level="info"
     )
