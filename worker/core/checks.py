@@ -2,16 +2,19 @@
 
 A rule with ``check: <name>`` hits where :data:`CHECKS` ``[name]`` says: a signal the
 normaliser raised (``zero-width-chars``...), a new executable in a diff, a release that
-changes only its manifests, bidi controls outside right-to-left text.
+changes only its manifests, bidi controls outside right-to-left text, an install hook
+whose script holds evidence (:mod:`worker.core.hooks`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from worker.core.diff import Diff
+from worker.core.hooks import hook_target_evidence
+from worker.core.models import Evidence
 from worker.core.normalize import near_rtl
 
 __all__ = ["CHECKS", "SIGNALS", "CheckContext", "CheckFn"]
@@ -19,11 +22,14 @@ __all__ = ["CHECKS", "SIGNALS", "CheckContext", "CheckFn"]
 
 @dataclass(frozen=True)
 class CheckContext:
-    """What a computed check may look at: the artifact, its diff, the signals seen so far."""
+    """What a computed check may look at: the artifact, its diff, the signals seen so far, and
+    (for checks that weigh other rules' hits) a way to scan one section of the artifact again
+    on its own, which returns the pattern rules' evidence there."""
 
     data: bytes
     diff: Diff | None
     signals: dict[str, tuple[int, int]]
+    rescan: Callable[[int, int], Mapping[str, Evidence]] | None = None
 
 
 CheckFn = Callable[[CheckContext], list[tuple[int, int]]]
@@ -87,5 +93,6 @@ CHECKS.update(
         "new-executable-binary": _new_executable,
         "manifest-only-release": _manifest_only,
         "bidi-override": _bidi_override,
+        "hook-target-evidence": hook_target_evidence,
     }
 )
