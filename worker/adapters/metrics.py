@@ -156,8 +156,10 @@ def reader_engine(url: str) -> Engine:
 
 
 def start_exporter(settings: Settings, port: int | None = None, addr: str | None = None) -> CollectorRegistry:
-    """Serve the gate metrics over HTTP in a daemon thread (on ``CANARY_METRICS_ADDR``, 127.0.0.1
-    unless told otherwise); returns the registry served."""
+    """Serve the gate metrics over HTTP in a daemon thread; returns the registry served.
+
+    Bound to ``addr``, else ``CANARY_METRICS_ADDR`` (default 127.0.0.1: the exporter has no
+    authentication, so it is reachable from elsewhere only when told)."""
     from prometheus_client import start_http_server
 
     registry = settings_registry(settings)

@@ -60,10 +60,20 @@ review_app.command("unsuppress")(unsuppress_command)
 
 
 def main() -> None:
+    """The ``canary`` entry point: configuration and infrastructure errors exit 2 and 3 with one
+    line (see ``worker.exits``); anything else is a bug and keeps its traceback."""
+    from worker.exits import describe, exit_code_for
+
     try:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:
+        code = exit_code_for(exc)
+        if code is None:
+            raise
+        typer.echo(f"canary: {describe(exc)}", err=True)
+        sys.exit(code)
 
 
 __all__ = ["app", "flower_argv", "main"]

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from worker.adapters.metrics import DEFAULT_PORT as METRICS_PORT
-from worker.cli.usage import JsonOpt, load_settings, usage
+from worker.cli.usage import JsonOpt, chosen_policies, load_settings, usage
 
 
 def celery(argv: list[str]) -> None:
@@ -40,6 +40,9 @@ def worker(
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
 ) -> None:
     """Start a Celery worker (prefork pool) consuming the gate queue."""
+    from policies import available_policies
+
+    chosen_policies(available_policies())  # every shipped policy checked whole before taking work
     settings = load_settings()
     argv = ["worker", f"--concurrency={concurrency}", "--pool=prefork", f"--loglevel={loglevel}"]
     events = ["-E"] if settings.task_events else []
@@ -162,6 +165,7 @@ def metrics(
         typer.echo(generate_latest(registry).decode(), nl=False)
         return
     chosen = port or settings.metrics_port or METRICS_PORT
+    addr = addr or settings.metrics_addr
     try:
         start_exporter(settings, chosen, addr)
     except OSError as exc:

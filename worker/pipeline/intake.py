@@ -82,7 +82,7 @@ def store_and_register(rt: Runtime, data: bytes, policies: Sequence[str], source
     sha = sha256_hex(data)
     key = artifact_key(sha)
     if not rt.store.exists(key):
-        rt.store.put(key, data)
+        rt.store.put(key, data, encrypt=True)  # server-side encryption, as in quarantine
     deadline = deadline_from_now(rt.settings.gate_deadline_s)
     fresh = [
         Gate(

@@ -27,7 +27,7 @@ from worker.adapters import stage_metrics
 from worker.adapters.db import Gate, utcnow
 from worker.adapters.storage import sha256_hex
 from worker.core.detector import Artifact, cast_vote, error_vote
-from worker.core.errors import CanaryError, DetectorError, StorageError
+from worker.core.errors import CanaryError, DatabaseUnavailableError, DetectorError, StorageError
 from worker.core.models import Coverage, Decision, ErrorKind, PolicyRef, PrecheckResult, Report, Timings, Vote
 from worker.core.quorum import decide_quorum
 from worker.detectors import detector_for
@@ -58,18 +58,20 @@ class Started:
     deferred: list[str] = field(default_factory=list)
 
 
-def begin_many(rt: Runtime, gate_ids: Sequence[str]) -> Started:
+def begin_many(rt: Runtime, gate_ids: Sequence[str], claim: str | None = None) -> Started:
     """Start an attempt for each open gate of the batch (one transaction).
 
     Decided gates are left out (a redelivery); a gate past ``max_attempts``, with a changed
     policy or with corrupt bytes is listed in ``failed`` with its reason, for review; a gate
     whose bytes cannot be read now is ``deferred`` (left open for the sweeper). When no gate
     of the batch could be read, ``StorageError`` is raised so the whole task retries.
+    ``claim`` is the starting message's id (see ``GateRepo.start_many``): a gate another live
+    message holds is left out, like a decided one.
     """
     started = Started()
     policies = PolicyResolver()
     order = {gid: i for i, gid in enumerate(gate_ids)}
-    for gate in sorted(rt.repo.start_many(gate_ids, rt.actor), key=lambda g: order[g.id]):
+    for gate in sorted(rt.repo.start_many(gate_ids, rt.actor, claim), key=lambda g: order[g.id]):
         if gate.attempts > rt.settings.max_attempts:
             started.failed.append((gate.id, f"too many attempts ({gate.attempts - 1})"))
             continue
@@ -129,7 +131,11 @@ def detect_step(
     policies: PolicyResolver,
     timeouts: tuple[type[BaseException], ...] = (),
 ) -> Vote:
-    """Run one detector; every failure becomes an invalid vote, never an exception.
+    """Run one detector; every failure of the detector becomes an invalid vote, never an exception.
+
+    A storage or database error (the artifact cannot be read now) is no detector failure: it is
+    raised, so the task retries as the pre-check and the decide do; a blip must not become an
+    invalid vote (too few valid votes send benign items to review, and let the rest decide).
 
     ``timeouts`` are the exception types that mean "out of time" (the Celery layer passes its
     soft time limit's): they become ``timeout`` votes; any other exception an ``exception`` vote.
@@ -153,6 +159,8 @@ def detect_step(
                 detector_name, backend, ErrorKind.timeout, "answer came too late", elapsed, ref.size
             )
         return cast_vote(detector_name, backend, answer, policy.protocol, elapsed)
+    except (StorageError, DatabaseUnavailableError):
+        raise
     except DetectorError as exc:
         kind, detail = exc.kind, f"{type(exc).__name__}: {exc.message}"
     except timeouts:

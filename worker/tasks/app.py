@@ -35,12 +35,21 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         beat_schedule={
-            "canary-sweep": {"task": "canary.sweep", "schedule": settings.sweep_interval_s},
+            # A sweep message older than one interval is dropped, not run: sweeps queued while no
+            # worker ran must not run back to back when one starts.
+            "canary-sweep": {
+                "task": "canary.sweep",
+                "schedule": settings.sweep_interval_s,
+                "options": {"expires": settings.sweep_interval_s},
+            },
         },
         task_always_eager=eager,
         task_eager_propagates=eager,
     )
     app.canary_settings = settings
+    from worker.adapters.compiled_cache import enable
+
+    enable(settings.compiled_cache_dir)  # before any rule set compiles (preload, first scan)
     if not eager and settings.preload:
         from celery.signals import worker_init
 

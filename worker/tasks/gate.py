@@ -50,7 +50,9 @@ def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
     """
     ids = [gate_ids] if isinstance(gate_ids, str) else list(gate_ids)
     rt = runtime_for(self.app)
-    started = begin_many(rt, ids)
+    # In-process runs (the embedded default) have no other consumer and pick up their own
+    # leftovers: they take a gate whatever its claim.
+    started = begin_many(rt, ids, claim=None if self.request.is_eager else self.request.id)
     fail_many(rt, started.failed)
     blocked: dict[str, Pending] = {}
     groups: dict[str, list[tuple[GateRef, PrecheckResult, float]]] = {}
@@ -121,9 +123,11 @@ def fan_out(
 # ignore_result: the votes reach the chord's callback through the backend's chord join (its
 # ``on_chord_part_return`` still runs), nothing reads a detect's own result key: not storing
 # it saves a result write and a pub/sub publish per detector.
-@shared_task(bind=True, name="canary.detect", ignore_result=True)  # type: ignore[untyped-decorator]
+@shared_task(bind=True, name="canary.detect", ignore_result=True, **RETRY)  # type: ignore[untyped-decorator]
 def detect_task(self: Any, detector: str, refs: list[dict[str, Any]]) -> dict[str, Any]:
-    """One detector's votes over a batch, as data (``{gate_id: vote}``). Never raises for a detector failure."""
+    """One detector's votes over a batch, as data (``{gate_id: vote}``). Never raises for a detector
+    failure; a storage or database error retries the task (its retries spent, the chord fails
+    and every gate of the batch goes to review)."""
     parsed = [GateRef.from_message(ref) for ref in refs]
     gates = [ref for ref in parsed if ref is not None]
     rt = runtime_for(self.app)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar, cast
 
-from sqlalchemy import ColumnElement, event, exists, func, insert, text, update
+from sqlalchemy import ColumnElement, event, exists, func, insert, or_, text, update
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection, CursorResult, Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
@@ -96,7 +96,26 @@ def make_engine(url: str) -> Engine:
         # fails its statement, the task retries (see worker.tasks.gate) and the pool reconnects.
         engine = create_engine(url, pool_size=5, max_overflow=5, pool_recycle=1800)
     SQLModel.metadata.create_all(engine)
+    _add_missing_columns(engine)
     return engine
+
+
+# Columns added after the first release: ``create_all`` creates missing tables, not columns.
+_ADDED_COLUMNS = {"gates": {"claim": "VARCHAR(64)"}}
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    from sqlalchemy import inspect
+
+    inspector = inspect(engine)
+    for table, columns in _ADDED_COLUMNS.items():
+        have = {c["name"] for c in inspector.get_columns(table)}
+        missing = [(name, kind) for name, kind in columns.items() if name not in have]
+        if not missing:
+            continue
+        with engine.begin() as conn:
+            for name, kind in missing:
+                conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {kind}"))
 
 
 def make_reader_engine(url: str) -> Engine:
@@ -221,22 +240,35 @@ class GateRepo:
         return {row["id"]: Gate(**row) for row in rows}
 
     @translated
-    def start_many(self, gate_ids: Sequence[str], actor: str) -> list[Gate]:
+    def start_many(self, gate_ids: Sequence[str], actor: str, claim: str | None = None) -> list[Gate]:
         """Mark the open gates among ``gate_ids`` running and count their attempt, in one transaction.
 
         One conditional ``UPDATE … RETURNING`` for the whole batch: each row changes only if it
         is still open, so a decided gate (a redelivered message) is left out of the result.
+
+        ``claim`` (the id of the message starting them) makes an attempt count only when the
+        previous one is known dead: a gate is taken if it is unclaimed (new, or released by the
+        sweeper) or claimed by this same message (delivered again: its previous delivery died
+        or gave up). A gate claimed by another message is left out: that attempt is alive.
         """
         ids = sorted(set(gate_ids))
         if not ids:
             return []
         if self._locks:
-            return postgres.start_many(self.autocommit_engine, ids, actor, utcnow())
+            return postgres.start_many(self.autocommit_engine, ids, actor, utcnow(), claim)
         table = Gate.__table__  # type: ignore[attr-defined]
+        where = [table.c.id.in_(ids), table.c.status.in_(OPEN_STATUSES)]
+        if claim is not None:
+            where.append(or_(table.c.claim.is_(None), table.c.claim == claim))
         stmt = (
             update(table)
-            .where(table.c.id.in_(ids), table.c.status.in_(OPEN_STATUSES))
-            .values(status=GateStatus.running, attempts=table.c.attempts + 1, updated_at=utcnow())
+            .where(*where)
+            .values(
+                status=GateStatus.running,
+                attempts=table.c.attempts + 1,
+                claim=table.c.claim if claim is None else claim,
+                updated_at=utcnow(),
+            )
             .returning(*table.c)
         )
         with self.engine.begin() as conn:
@@ -388,6 +420,7 @@ class GateRepo:
             if gate is None or gate.terminal:
                 return
             gate.updated_at = utcnow()
+            gate.claim = None  # its message is known lost: the next start is a new attempt
             session.add(gate)
             self._audit(session, gate_id, "requeued", actor, detail)
             session.commit()

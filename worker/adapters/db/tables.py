@@ -80,6 +80,9 @@ class Gate(SQLModel, table=True):
     reason: str | None = None
     report: str | None = None
     attempts: int = 0
+    # The id of the message whose attempt holds the gate (``GateRepo.start_many``); cleared by
+    # the sweeper when it re-sends a gate whose message is known lost.
+    claim: str | None = Field(default=None, max_length=64)
     source: str = ""
     deadline: datetime
     created_at: datetime = Field(default_factory=utcnow)
