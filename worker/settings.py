@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     metrics_port: int = 0
     # The exporter answers anyone who can reach it (no auth): loopback unless told otherwise.
     metrics_addr: str = "127.0.0.1"
+    # Per-stage histograms and detector error counts (worker.adapters.stage_metrics), written by
+    # every process to files in this folder (default: $CANARY_DATA_DIR/metrics).
+    stage_metrics: bool = True
+    metrics_dir: Path | None = None
     preload: bool = True
     batch_size: int = Field(default=32, ge=1, le=1000)
     # Celery task events cost each task ~3 broker publishes (measured: ~15% of a lone gate's

@@ -10,6 +10,9 @@ import typer
 from worker.cli import gate, ops
 from worker.cli.ops import flower_argv
 from worker.cli.review import review_app
+from worker.commands.review_extras import audit_command, export_command
+from worker.commands.stuck import stuck_command
+from worker.commands.suppress import suppress_command, suppressions_command, unsuppress_command
 from worker.web.review.commands import add_user_command, token_command
 from worker.web.review.commands import serve_command as review_serve_command
 from worker.web.serve import serve_command
@@ -48,6 +51,12 @@ app.add_typer(review_app, name="review")
 app.command("eval")(ops.eval_command)
 app.command("metrics")(ops.metrics)
 app.command("serve")(serve_command)
+app.command("stuck")(stuck_command)
+review_app.command("audit")(audit_command)
+review_app.command("export")(export_command)
+review_app.command("suppress")(suppress_command)
+review_app.command("suppressions")(suppressions_command)
+review_app.command("unsuppress")(unsuppress_command)
 
 
 def main() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping
 from typing import Annotated
 
@@ -22,6 +23,10 @@ def celery(argv: list[str]) -> None:
 
     settings = load_settings()
     configure_logging(logging.INFO, stdlib=True)
+    if not sys.stderr.isatty():  # Python warnings (Celery's root warning) as JSON lines too
+        from worker.logs import capture_warnings_as_json
+
+        capture_warnings_as_json()
     try:
         celery_app = create_app(settings, eager=False)
     except ConfigError as exc:
@@ -41,7 +46,8 @@ def worker(
     settings = load_settings()
     argv = ["worker", f"--concurrency={concurrency}", "--pool=prefork", f"--loglevel={loglevel}"]
     events = ["-E"] if settings.task_events else []
-    celery(argv + ["-Q", settings.task_queue, *events, *ctx.args])
+    quiet = [] if sys.stdout.isatty() else ["--quiet"]  # no text banner in a JSON-lines log
+    celery([*quiet, *argv, "-Q", settings.task_queue, *events, *ctx.args])
 
 
 def beat(ctx: typer.Context) -> None:
@@ -149,13 +155,13 @@ def metrics(
     """Serve the gate metrics (read from the gate database) for Prometheus."""
     import threading
 
-    from worker.adapters.metrics import gate_registry, reader_engine, start_exporter
+    from worker.adapters.metrics import settings_registry, start_exporter
 
     settings = load_settings()
     if once:
         from prometheus_client import generate_latest
 
-        registry = gate_registry(reader_engine(settings.sqlalchemy_url))
+        registry = settings_registry(settings)
         typer.echo(generate_latest(registry).decode(), nl=False)
         return
     chosen = port or settings.metrics_port or METRICS_PORT
@@ -163,7 +169,9 @@ def metrics(
     try:
         start_exporter(settings, chosen, addr)
     except OSError as exc:
-        typer.echo(f"canary: cannot serve metrics on {addr}:{chosen}: {exc}", err=True)
+        typer.echo(
+            f"canary: cannot serve metrics on {addr or settings.metrics_addr}:{chosen}: {exc}", err=True
+        )
         raise typer.Exit(1) from None
-    typer.echo(f"serving gate metrics on http://{addr}:{chosen}/metrics", err=True)
+    typer.echo(f"serving gate metrics on http://{addr or settings.metrics_addr}:{chosen}/metrics", err=True)
     threading.Event().wait()

@@ -23,6 +23,7 @@ import structlog
 
 from policies import HarmPolicy
 from policies.loader import PolicyError, PolicyResolver
+from worker.adapters import stage_metrics
 from worker.adapters.db import Gate, utcnow
 from worker.adapters.storage import sha256_hex
 from worker.core.detector import Artifact, cast_vote, error_vote
@@ -96,7 +97,9 @@ def precheck_step(rt: Runtime, artifact: Artifact, policy: HarmPolicy) -> tuple[
 
     started = time.perf_counter()
     result = run_precheck(artifact.data, policy)
-    return result, (time.perf_counter() - started) * 1000
+    seconds = time.perf_counter() - started
+    stage_metrics.observe("precheck", seconds)
+    return result, seconds * 1000
 
 
 def detect_chunks(policy: HarmPolicy, sizes: Sequence[int], soft_limit_s: float) -> list[tuple[int, int]]:
@@ -192,6 +195,7 @@ def detect_many(
         vote = detect_step(rt, ref, detector_name, policies, timeouts)
         votes[ref.id] = vote
         out_of_time = vote.error == ErrorKind.timeout and vote.detail == "soft time limit"
+    stage_metrics.record_votes(detector_name, votes.values())
     return votes
 
 
@@ -242,6 +246,7 @@ class Pending:
     votes: list[Vote] = field(default_factory=list)
     precheck_ms: float = 0.0
     reason_override: str | None = None
+    note: str = ""  # appended to the reason (e.g. the suppressions that covered the evidence)
 
 
 def decide_many(rt: Runtime, pending: dict[str, Pending]) -> dict[str, Report]:
@@ -251,14 +256,17 @@ def decide_many(rt: Runtime, pending: dict[str, Pending]) -> dict[str, Report]:
     """
     if not pending:
         return {}
+    started = time.perf_counter()
     gates = rt.repo.get_many(pending)
     policies = PolicyResolver()
     decided: list[tuple[Gate, Report]] = []
     for gate_id, item in pending.items():
         gate = gates.get(gate_id)
         if gate is not None and not gate.terminal:
-            decided.append((gate, judge(gate, item, policies)))
+            decided.append((gate, judge(gate, unsuppressed(rt, gate, item), policies)))
     route_many(rt, decided)
+    if decided:
+        stage_metrics.observe("decide", (time.perf_counter() - started) / len(decided), len(decided))
     return {gate.id: report for gate, report in decided}
 
 
@@ -277,7 +285,26 @@ def judge(gate: Gate, item: Pending, policies: PolicyResolver) -> Report:
         decision, reason = "review", reason_override
     else:
         decision, reason = decide_quorum(item.precheck, item.votes, required, expected, dissent)
+    if item.note:
+        reason = f"{reason}; {item.note}"
     return build_report(gate, decision, reason, item.precheck, item.votes, item.precheck_ms)
+
+
+def unsuppressed(rt: Runtime, gate: Gate, item: Pending) -> Pending:
+    """A harmful pre-check whose every piece of evidence a reviewer suppressed counts as harmless
+    (the detectors' votes decide), and the reason names the suppressions (worker.pipeline.suppressions)."""
+    if item.precheck.verdict != "harmful" or item.reason_override:
+        return item
+    from worker.pipeline.suppressions import covering, named
+
+    try:
+        used = covering(rt, gate.policy_id, load_artifact(rt, GateRef.of(gate)).data, item.precheck)
+    except Exception:  # noqa: BLE001 - no suppression applies when it cannot be checked (fail closed)
+        return item
+    if not used:
+        return item
+    harmless = item.precheck.model_copy(update={"verdict": "harmless"})
+    return Pending(harmless, item.votes, item.precheck_ms, None, named(used))
 
 
 def build_report(

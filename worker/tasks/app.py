@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import Celery
 
 from worker.settings import Settings
@@ -55,9 +57,23 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
 
         worker_init.connect(on_worker_init, weak=False, dispatch_uid="canary-preload")
     if not eager:
+        from celery.signals import after_setup_logger, after_setup_task_logger
+
+        after_setup_logger.connect(_json_lines, weak=False, dispatch_uid="canary-json-logs")
+        after_setup_task_logger.connect(_json_lines, weak=False, dispatch_uid="canary-json-task-logs")
         from worker.tasks.exporter import connect_worker_exporter
 
         connect_worker_exporter()  # the main process serves /metrics when CANARY_METRICS_PORT != 0
     import worker.tasks.gate  # noqa: F401  (registers the shared tasks on this app)
 
     return app
+
+
+def _json_lines(logger: Any = None, **_: Any) -> None:
+    """Celery set up a logger: off a terminal, its lines become JSON objects (worker.logs)."""
+    import sys
+
+    from worker.logs import use_json_lines
+
+    if logger is not None and not sys.stderr.isatty():
+        use_json_lines(logger)

@@ -52,3 +52,23 @@ def on_worker_init(sender: Any = None, **_: Any) -> None:
     if settings is not None and settings.use_s3:
         warm_s3_client()
     preload()
+    warm_imports()
+
+
+def warm_imports() -> None:
+    """Import what each pool process's runtime needs (boto3 alone takes 1-2 s on a loaded host)
+    before the fork: a detect task whose soft limit is its detectors' budget must not spend it
+    importing libraries when it is the first task of a fresh pool process."""
+    import importlib
+
+    for name in (
+        "boto3",
+        "botocore.client",
+        "redis",
+        "prometheus_client.multiprocess",
+        "sqlalchemy.dialects.postgresql",
+    ):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue

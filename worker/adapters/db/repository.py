@@ -355,6 +355,22 @@ class GateRepo:
             "unreviewed_quarantine": int(unreviewed or 0),
         }
 
+    def oldest_open_by_policy(self, now: datetime) -> dict[str, float]:
+        """Seconds since the oldest open gate of each policy was created (metrics collector)."""
+        table = Gate.__table__  # type: ignore[attr-defined]
+        stmt = (
+            core_select(table.c.policy_id, func.min(table.c.created_at))
+            .where(table.c.status.in_(OPEN_STATUSES))
+            .group_by(table.c.policy_id)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        return {
+            str(policy): max(0.0, (now - at).total_seconds())
+            for policy, t in rows
+            if (at := _aware(t)) is not None
+        }
+
     @translated
     def waiting(self, status: GateStatus, limit: int = 100) -> list[Gate]:
         """Gates waiting for a person, oldest first: in review, or quarantined and not yet reviewed."""
