@@ -1,6 +1,6 @@
 """The gate database: tables (``tables``), the portable repository that holds all of its SQL
-(``repository``), that repository's Postgres fast paths (``postgres``) and the engines with the
-boundary that translates the driver's errors (``engine``)."""
+(``repository``, its metrics reads in ``gauges``), that repository's Postgres fast paths
+(``postgres``) and the engines with the boundary that translates the driver's errors (``engine``)."""
 
 from worker.adapters.db.engine import make_engine, make_reader_engine
 from worker.adapters.db.repository import GateRepo

@@ -13,13 +13,14 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import func, insert, or_, text, update
+from sqlalchemy import insert, or_, text, update
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection, CursorResult, Engine
 from sqlmodel import Session, SQLModel, col, select
 
 from worker.adapters.db import postgres
-from worker.adapters.db.engine import aware, translated
+from worker.adapters.db.engine import translated
+from worker.adapters.db.gauges import GateGauges
 from worker.adapters.db.tables import (
     OPEN_STATUSES,
     REVIEWED,
@@ -35,7 +36,7 @@ from worker.adapters.db.tables import (
 )
 
 
-class GateRepo:
+class GateRepo(GateGauges):
     """All reads and writes of gate state. Transitions are conditional updates."""
 
     def __init__(self, engine: Engine) -> None:
@@ -323,53 +324,6 @@ class GateRepo:
     def create_tables(self) -> None:
         """Create the tables a fresh database lacks (what ``make_engine`` does on start-up)."""
         SQLModel.metadata.create_all(self.engine)
-
-    def snapshot(self, now: datetime) -> dict[str, Any]:
-        """The gate table in a handful of aggregate queries, for the metrics collector: gates per
-        status, the oldest open gate's age, overdue gates, most attempts of an open gate,
-        decisions per policy, quarantined gates no person has reviewed. Errors are not
-        translated: the collector reports any failure as ``canary_gate_database_up 0``."""
-        table = Gate.__table__  # type: ignore[attr-defined]
-        is_open = table.c.status.in_(OPEN_STATUSES)
-        with self.engine.connect() as conn:
-            statuses = conn.execute(core_select(table.c.status, func.count()).group_by(table.c.status)).all()
-            oldest, attempts = conn.execute(
-                core_select(func.min(table.c.created_at), func.max(table.c.attempts)).where(is_open)
-            ).one()
-            late = conn.execute(core_select(func.count()).where(is_open, table.c.deadline < now)).scalar_one()
-            unreviewed = conn.execute(
-                core_select(func.count()).where(table.c.status == GateStatus.quarantine, not_reviewed())
-            ).scalar_one()
-            decisions = conn.execute(
-                core_select(table.c.policy_id, table.c.decision, func.count())
-                .where(table.c.decision.is_not(None))
-                .group_by(table.c.policy_id, table.c.decision)
-            ).all()
-        started = aware(oldest)
-        return {
-            "statuses": {str(status): int(n) for status, n in statuses},
-            "oldest_age_s": max(0.0, (now - started).total_seconds()) if started else 0.0,
-            "overdue": int(late or 0),
-            "attempts_max_open": int(attempts or 0),
-            "decisions": [(str(p), str(d), int(n)) for p, d, n in decisions],
-            "unreviewed_quarantine": int(unreviewed or 0),
-        }
-
-    def oldest_open_by_policy(self, now: datetime) -> dict[str, float]:
-        """Seconds since the oldest open gate of each policy was created (metrics collector)."""
-        table = Gate.__table__  # type: ignore[attr-defined]
-        stmt = (
-            core_select(table.c.policy_id, func.min(table.c.created_at))
-            .where(table.c.status.in_(OPEN_STATUSES))
-            .group_by(table.c.policy_id)
-        )
-        with self.engine.connect() as conn:
-            rows = conn.execute(stmt).all()
-        return {
-            str(policy): max(0.0, (now - at).total_seconds())
-            for policy, t in rows
-            if (at := _aware(t)) is not None
-        }
 
     @translated
     def waiting(self, status: GateStatus, limit: int = 100) -> list[Gate]:
