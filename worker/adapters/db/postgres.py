@@ -43,21 +43,25 @@ def start_many(
 ) -> list[Gate]:
     """``GateRepo.start_many`` in one statement (the update and its audit rows, atomic as one
     statement is), one round trip, committed without waiting for the WAL flush."""
+    columns = Gate.__table__.c  # type: ignore[attr-defined]
+    # The columns by name, in the model's order: ``.columns()`` matches them by position, and a
+    # column added to an old table by ALTER TABLE sits last there, not where the model has it.
+    names = ", ".join(column.name for column in columns)
     stmt = text(
-        """
+        f"""
         WITH started AS (
             UPDATE gates SET status = 'running', attempts = attempts + 1, updated_at = :now,
                 claim = COALESCE(CAST(:claim AS varchar), claim)
             WHERE id = ANY(:ids) AND status IN ('pending', 'running')
                 AND (CAST(:claim AS varchar) IS NULL OR claim IS NULL OR claim = :claim)
-            RETURNING *
+            RETURNING {names}
         ), audited AS (
             INSERT INTO audit_events (gate_id, at, event, actor, detail)
             SELECT id, :now, 'running', :actor, 'attempt=' || attempts FROM started
         )
-        SELECT * FROM started
-        """
-    ).columns(*Gate.__table__.c)  # type: ignore[attr-defined]  # typed results, as the Core paths
+        SELECT {names} FROM started
+        """  # noqa: S608 - the names are the model's own columns, not input
+    ).columns(*columns)  # typed results, as the Core paths
     with engine.connect() as conn:
         params = {"now": now, "ids": ids, "actor": actor, "claim": claim}
         rows = conn.execute(stmt, params).mappings().all()
