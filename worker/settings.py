@@ -40,7 +40,17 @@ class Settings(BaseSettings):
     visibility_timeout_s: float | None = None
     sweep_interval_s: float = Field(default=30.0, gt=0)
     result_expires_s: int = Field(default=86400, gt=0)
+    # Compiled Hyperscan databases, kept between processes (worker.adapters.compiled_cache):
+    # default $XDG_CACHE_HOME/canary (~/.cache/canary); CANARY_COMPILED_CACHE=false turns it off.
+    cache_dir: Path | None = None
+    compiled_cache: bool = True
     metrics_port: int = 0
+    # The exporter answers anyone who can reach it (no auth): loopback unless told otherwise.
+    metrics_addr: str = "127.0.0.1"
+    # Per-stage histograms and detector error counts (worker.adapters.stage_metrics), written by
+    # every process to files in this folder (default: $CANARY_DATA_DIR/metrics).
+    stage_metrics: bool = True
+    metrics_dir: Path | None = None
     preload: bool = True
     batch_size: int = Field(default=32, ge=1, le=1000)
     # Celery task events cost each task ~3 broker publishes (measured: ~15% of a lone gate's
@@ -72,6 +82,9 @@ class Settings(BaseSettings):
     # pypi:/npm: inputs (producers.registry): a mirror; unset, pip's and npm's own configuration.
     pypi_index_url: str | None = None
     npm_registry: str | None = None
+    # Training only (worker.training): the labelled datasets, and the cache of fetched corpus texts.
+    datasets_dir: Path | None = None
+    corpus_cache: Path | None = None
 
     @classmethod
     def load(cls, **overrides: Any) -> Settings:
@@ -91,6 +104,18 @@ class Settings(BaseSettings):
         if self.result_backend and not self.broker_url:
             raise ValueError("CANARY_RESULT_BACKEND needs CANARY_BROKER_URL")
         return self
+
+    @property
+    def compiled_cache_dir(self) -> Path | None:
+        """Where compiled rule databases are kept, or None when the cache is off."""
+        if not self.compiled_cache:
+            return None
+        if self.cache_dir is not None:
+            return self.cache_dir / "hyperscan"
+        import os
+
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(base) / "canary" / "hyperscan"
 
     @property
     def embedded(self) -> bool:

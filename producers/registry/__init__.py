@@ -17,8 +17,8 @@ Nothing is truncated: an archive over the size limit is refused with an error
 (the caller reports it and exits non-zero) rather than diffed in part.
 
 Modules: ``versions`` (specs, version order), ``clients`` (the registries over HTTP),
-``archives`` (opened in memory), ``diff`` (the patience diff) and ``release`` (the two halves
-put together).
+``archives`` (opened in memory), ``diff`` (the patience diff), ``release`` (the two halves
+put together) and ``pool`` (many releases at once: threads fetch, processes diff).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from policies.loader import load_policy
+from tests.fixtures.samples import sample
 from worker.core.models import PrecheckResult
 from worker.core.precheck import run_precheck
 from worker.detectors.local.rules import DEFAULT_RATIO
@@ -147,16 +148,7 @@ class InstanceMetadataFetcher:
 
 # --- self-propagation ------------------------------------------------------------------------
 
-WORM = """
-const { execSync } = require("child_process");
-const npmrc = fs.readFileSync(path.join(os.homedir(), ".npmrc"), "utf8");
-const token = /_authToken=(.+)/.exec(npmrc)[1];
-const who = await fetch(`https://registry.npmjs.org/-/v1/search?text=maintainer:${user}&size=250`);
-for (const pkg of (await who.json()).objects) {
-  bumpAndInject(pkg.package.name);
-  execSync("npm publish --access public", { cwd: dir });
-}
-"""
+WORM = sample("malicious-package", "worm.js.txt").decode()
 
 
 def test_code_that_republishes_the_maintainers_packages_is_blocked():
@@ -183,14 +175,7 @@ export async function publish(pkgRoot, { env }) {
 
 # --- CI workflows ----------------------------------------------------------------------------
 
-DUMP_WORKFLOW = """
-on: push
-jobs:
-  build:
-    runs-on: ubuntu-latest
-    steps:
-      - run: echo '${{ toJSON(secrets) }}' > secrets.json
-"""
+DUMP_WORKFLOW = sample("malicious-package", "secrets-dump-workflow.yml.txt").decode()
 
 
 def test_workflow_that_serialises_every_secret_is_blocked():
@@ -228,8 +213,8 @@ const found = execSync("trufflehog filesystem " + os.homedir() + " --json").toSt
 
 
 def test_install_hook_inherits_the_evidence_of_the_script_it_runs():
-    """A postinstall running a script of the same release that runs a secret scanner is blocked,
-    the script alone earns a vote, and the hook alone is weak."""
+    """A postinstall running a same-release script that runs a secret scanner inherits its evidence."""
+    # The script alone earns a vote, and the hook alone is weak.
     script = ("package/scripts/setup.js", SCANNER)
     result = blocked(added(hook("scripts/setup.js"), script))
     assert "mp.hook.runs-evidence" in rules_of(result)
@@ -273,19 +258,7 @@ os.chmod(path, 0o755)
 subprocess.Popen([path], stdout=subprocess.DEVNULL)
 """
 
-VERIFIED_INSTALL = """
-const https = require("https");
-const crypto = require("crypto");
-const { execFileSync } = require("child_process");
-https.get(`https://registry.npmjs.org/@tool/${platform}/-/${platform}-${version}.tgz`, (res) => {
-  const data = collect(res);
-  const digest = crypto.createHash("sha256").update(data).digest("hex");
-  if (digest !== EXPECTED[platform]) throw new Error("checksum mismatch for " + platform);
-  fs.writeFileSync(binPath, extract(data));
-  fs.chmodSync(binPath, 0o755);
-  execFileSync(binPath, ["--version"]);
-});
-"""
+VERIFIED_INSTALL = sample("malicious-package", "verified-install.js.txt").decode()
 
 
 def test_binary_fetched_made_executable_and_started_at_import_is_blocked():
@@ -465,17 +438,7 @@ def test_reference_style_readme_badges_are_harmless():
     passes(added(("package/README.md", body)), INJECTION)
 
 
-AGENTS_MD = """
-# AGENTS.md
-
-## Setup
-- Install dependencies with `npm ci`, then run `npm test` before every commit.
-- Use TypeScript strict mode; never use `any`.
-
-## Conventions
-- Keep pull requests small and describe the change in the first line.
-- Never commit secrets or tokens; read configuration from the environment.
-"""
+AGENTS_MD = sample("prompt-injection", "agents.md").decode()
 
 
 def test_agents_md_with_ordinary_coding_guidance_is_harmless():

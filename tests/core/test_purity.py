@@ -7,14 +7,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "worker" / "core"
 PRODUCT = ("worker", "producers", "policies")
 CELERY_LAYER = ROOT / "worker" / "tasks"
 # What worker/core may import besides itself and the standard library. ``hyperscan`` is the
-# optional regex accelerator of :mod:`worker.core.literals` and :mod:`worker.core.ruleset`: a
+# optional regex accelerator of :mod:`worker.core.literals` and :mod:`worker.core.matcher`: a
 # pure in-memory matcher (no I/O), imported only when installed, with a pure-Python fallback
 # that gives the same answers; it is the one third-party import that is not a value library.
 CORE_MAY_IMPORT = frozenset({"pydantic", "numpy", "hyperscan"})
@@ -23,9 +21,6 @@ FILE_CALLS = frozenset(
     {"open", "fdopen", "read_text", "read_bytes", "write_text", "write_bytes", "iterdir", "glob", "rglob"}
 )
 FILE_MODULES = frozenset({"os", "io", "shutil", "glob", "tempfile", "resources"})  # any call of these
-# Modules outside worker/tasks that still import celery, each waiting for the shell part of
-# issue #23 to move that import into the Celery layer.
-CELERY_LEFTOVERS = {}
 
 
 def python_files(*folders: str | Path) -> list[Path]:
@@ -117,12 +112,5 @@ def celery_importers() -> set[str]:
 
 
 def test_only_the_celery_layer_imports_celery():
-    """Outside worker/tasks no product module imports celery (but the known leftovers below)."""
-    assert celery_importers() - set(CELERY_LEFTOVERS) == set()
-
-
-@pytest.mark.parametrize("module", sorted(CELERY_LEFTOVERS))
-@pytest.mark.xfail(reason="issue #23 shell part: the celery import moves into worker/tasks", strict=False)
-def test_a_known_leftover_no_longer_imports_celery(module):
-    """Each module listed in CELERY_LEFTOVERS has moved its celery import into worker/tasks."""
-    assert module not in celery_importers()
+    """Outside worker/tasks no product module imports celery."""
+    assert celery_importers() == set()

@@ -8,12 +8,14 @@ share the database, and survive restarts:
     canary_gates_open_oldest_age_seconds       age of the oldest pending/running gate (0 when none)
     canary_gates_overdue                       pending/running gates past their deadline
     canary_gate_attempts_max_open              most attempts of any pending/running gate
-    canary_decisions{policy,decision}          decided gates per policy and decision
+    canary_decisions_total{policy,decision}    decided gates per policy and decision (a counter)
+    canary_oldest_open_gate_seconds{policy}    age of the oldest pending/running gate per policy
     canary_gates_awaiting_person{queue}        gates waiting for a reviewer: in review, or
                                                quarantined and not yet reviewed (``canary review``)
     canary_gate_database_up                    1 when the last scrape could read the database
 
-Every exporter reports the same database-wide values: with several worker
+The per-stage histograms and detector error counts come from ``worker.adapters.stage_metrics``
+(prometheus_client multiprocess files). Every exporter reports the same database-wide values: with several worker
 replicas scraped, aggregate with ``max`` (not ``sum``).
 
 ``canary metrics`` (``worker.cli.ops``) serves them alone; a Celery worker's main process
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -55,7 +58,10 @@ class GateCollector:
         if not self._schema_ready:  # like every component: a fresh database gets its (empty) tables
             self.repo.create_tables()
             self._schema_ready = True
-        return self.repo.snapshot(self.now())
+        now = self.now()
+        snap = self.repo.snapshot(now)
+        snap["oldest_by_policy"] = self.repo.oldest_open_by_policy(now)
+        return snap
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
@@ -87,12 +93,7 @@ class GateCollector:
             "Most attempts of any pending or running gate",
             value=snap["attempts_max_open"],
         )
-        decisions = GaugeMetricFamily(
-            "canary_decisions", "Decided gates per policy and decision", labels=["policy", "decision"]
-        )
-        for policy, decision, count in snap["decisions"]:
-            decisions.add_metric([policy, decision], count)
-        yield decisions
+        yield from _named_families(snap)
         awaiting = GaugeMetricFamily(
             "canary_gates_awaiting_person",
             "Gates waiting for a reviewer: in review, or quarantined and not yet reviewed",
@@ -103,13 +104,48 @@ class GateCollector:
         yield awaiting
 
 
-def gate_registry(engine: Engine) -> CollectorRegistry:
-    """A registry holding only the gate collector (no process/platform metrics of this process)."""
+def _named_families(snap: dict[str, Any]) -> Iterator[Any]:
+    """The names operators alert on (infra/prometheus-alerts.yml): decisions as a counter, the
+    oldest open gate per policy."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    total = CounterMetricFamily(
+        "canary_decisions", "Decided gates per policy and decision (a reviewer's change moves one)",
+        labels=["policy", "decision"],
+    )  # fmt: skip
+    for policy, decision, count in snap["decisions"]:
+        total.add_metric([policy, decision], count)
+    yield total
+    oldest = GaugeMetricFamily(
+        "canary_oldest_open_gate_seconds",
+        "Age of the oldest pending or running gate per policy",
+        labels=["policy"],
+    )
+    policies = {policy for policy, _, _ in snap["decisions"]} | set(snap["oldest_by_policy"])
+    for policy in sorted(policies):  # 0 for a policy with no open gate: the series exists
+        oldest.add_metric([policy], snap["oldest_by_policy"].get(policy, 0.0))
+    yield oldest
+
+
+def gate_registry(engine: Engine, stage_folder: Path | None = None) -> CollectorRegistry:
+    """A registry holding the gate collector and, when given, the stage metrics every process
+    wrote to ``stage_folder`` (no process/platform metrics of this process)."""
     from prometheus_client import CollectorRegistry
+
+    from worker.adapters.stage_metrics import multiprocess_collector
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(GateCollector(engine))
+    if stage_folder is not None:
+        multiprocess_collector(registry, stage_folder)
     return registry
+
+
+def settings_registry(settings: Settings) -> CollectorRegistry:
+    from worker.adapters.stage_metrics import metrics_folder
+
+    stage_folder = metrics_folder(settings) if settings.stage_metrics else None
+    return gate_registry(reader_engine(settings.sqlalchemy_url), stage_folder)
 
 
 def reader_engine(url: str) -> Engine:
@@ -119,10 +155,15 @@ def reader_engine(url: str) -> Engine:
     return make_reader_engine(url)
 
 
-def start_exporter(settings: Settings, port: int | None = None, addr: str = "0.0.0.0") -> CollectorRegistry:
-    """Serve the gate metrics over HTTP in a daemon thread; returns the registry served."""
+def start_exporter(settings: Settings, port: int | None = None, addr: str | None = None) -> CollectorRegistry:
+    """Serve the gate metrics over HTTP in a daemon thread; returns the registry served.
+
+    Bound to ``addr``, else ``CANARY_METRICS_ADDR`` (default 127.0.0.1: the exporter has no
+    authentication, so it is reachable from elsewhere only when told)."""
     from prometheus_client import start_http_server
 
-    registry = gate_registry(reader_engine(settings.sqlalchemy_url))
-    start_http_server(port or settings.metrics_port or DEFAULT_PORT, addr=addr, registry=registry)
+    registry = settings_registry(settings)
+    start_http_server(
+        port or settings.metrics_port or DEFAULT_PORT, addr=addr or settings.metrics_addr, registry=registry
+    )
     return registry

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
@@ -16,9 +17,11 @@ from worker.cli.usage import (
     input_failures,
     input_paths,
     load_settings,
+    not_gated,
     table_fields,
     usage,
 )
+from worker.exits import exit_code_for
 
 
 def scan(
@@ -87,21 +90,28 @@ def submit(
         celery_app = create_app(settings, eager=False)
     except ConfigError as exc:
         raise usage(str(exc)) from exc
-    rt = build_runtime(settings, role="producer")
     failed: list[str] = []
-    with celery_app.producer_or_acquire() as producer:
+    seen: list[str] = []  # sources read so far; the last one may not be registered yet
 
-        def enqueue_batch(gate_ids: list[str]) -> None:
-            # ignore_result: nobody waits on a pre-check's result; without it the producer
-            # subscribes to a result channel per message it sends.
-            celery_app.send_task("canary.precheck", (gate_ids,), producer=producer, ignore_result=True)
+    def reading() -> Iterator[tuple[str, bytes]]:
+        for source, data in read_inputs(names, failed, fields=fields, mail=options_from(settings)):
+            seen.append(source)
+            yield source, data
 
-        submitted = submit_many(
-            rt,
-            read_inputs(names, failed, fields=fields, mail=options_from(settings)),
-            policies,
-            enqueue_batch,
-        )
+    try:
+        rt = build_runtime(settings, role="producer")
+        with celery_app.producer_or_acquire() as producer:
+
+            def enqueue_batch(gate_ids: list[str]) -> None:
+                # ignore_result: nobody waits on a pre-check's result; without it the producer
+                # subscribes to a result channel per message it sends.
+                celery_app.send_task("canary.precheck", (gate_ids,), producer=producer, ignore_result=True)
+
+            submitted = submit_many(rt, reading(), policies, enqueue_batch)
+    except Exception as exc:
+        if exit_code_for(exc) is not None:
+            not_gated(names, seen)
+        raise
     for sub in submitted:
         for gate, new in zip(sub.gates, sub.created, strict=True):
             if json_out:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping
 from typing import Annotated
 
 import typer
 
 from worker.adapters.metrics import DEFAULT_PORT as METRICS_PORT
-from worker.cli.usage import JsonOpt, load_settings, usage
+from worker.cli.usage import JsonOpt, chosen_policies, load_settings, usage
 
 
 def celery(argv: list[str]) -> None:
@@ -22,6 +23,10 @@ def celery(argv: list[str]) -> None:
 
     settings = load_settings()
     configure_logging(logging.INFO, stdlib=True)
+    if not sys.stderr.isatty():  # Python warnings (Celery's root warning) as JSON lines too
+        from worker.logs import capture_warnings_as_json
+
+        capture_warnings_as_json()
     try:
         celery_app = create_app(settings, eager=False)
     except ConfigError as exc:
@@ -35,10 +40,14 @@ def worker(
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
 ) -> None:
     """Start a Celery worker (prefork pool) consuming the gate queue."""
+    from policies import available_policies
+
+    chosen_policies(available_policies())  # every shipped policy checked whole before taking work
     settings = load_settings()
     argv = ["worker", f"--concurrency={concurrency}", "--pool=prefork", f"--loglevel={loglevel}"]
     events = ["-E"] if settings.task_events else []
-    celery(argv + ["-Q", settings.task_queue, *events, *ctx.args])
+    quiet = [] if sys.stdout.isatty() else ["--quiet"]  # no text banner in a JSON-lines log
+    celery([*quiet, *argv, "-Q", settings.task_queue, *events, *ctx.args])
 
 
 def beat(ctx: typer.Context) -> None:
@@ -138,26 +147,31 @@ def metrics(
         int | None,
         typer.Option(help=f"Port to serve /metrics on [default: CANARY_METRICS_PORT or {METRICS_PORT}]."),
     ] = None,
-    addr: Annotated[str, typer.Option(help="Address to bind.")] = "0.0.0.0",
+    addr: Annotated[
+        str | None, typer.Option(help="Address to bind [default: CANARY_METRICS_ADDR or 127.0.0.1].")
+    ] = None,
     once: Annotated[bool, typer.Option("--once", help="Print the metrics once to stdout and exit.")] = False,
 ) -> None:
     """Serve the gate metrics (read from the gate database) for Prometheus."""
     import threading
 
-    from worker.adapters.metrics import gate_registry, reader_engine, start_exporter
+    from worker.adapters.metrics import settings_registry, start_exporter
 
     settings = load_settings()
     if once:
         from prometheus_client import generate_latest
 
-        registry = gate_registry(reader_engine(settings.sqlalchemy_url))
+        registry = settings_registry(settings)
         typer.echo(generate_latest(registry).decode(), nl=False)
         return
     chosen = port or settings.metrics_port or METRICS_PORT
+    addr = addr or settings.metrics_addr
     try:
         start_exporter(settings, chosen, addr)
     except OSError as exc:
-        typer.echo(f"canary: cannot serve metrics on {addr}:{chosen}: {exc}", err=True)
+        typer.echo(
+            f"canary: cannot serve metrics on {addr or settings.metrics_addr}:{chosen}: {exc}", err=True
+        )
         raise typer.Exit(1) from None
-    typer.echo(f"serving gate metrics on http://{addr}:{chosen}/metrics", err=True)
+    typer.echo(f"serving gate metrics on http://{addr or settings.metrics_addr}:{chosen}/metrics", err=True)
     threading.Event().wait()

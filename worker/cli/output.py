@@ -17,13 +17,14 @@ def print_table(rows: list[tuple[str, Any]]) -> None:
         table.add_column(column, overflow="fold")
     for name, g in rows:
         colour = colours.get(g.status, "white")
-        reason = g.reason or ""
-        reason = reason if len(reason) <= 60 else reason[:57] + "..."
+        reason = g.reason or ""  # whole: a cut reason hides the part that names the evidence
         # Names and reasons are data: plain Text, so "[x]" is not markup and ":six:" not an emoji.
-        table.add_row(
-            Text(name), g.policy_id, Text(g.status, style=colour), Text(reason), str(g.size), g.id[:12]
-        )
+        table.add_row(Text(name), g.policy_id, Text(g.status, style=colour), Text(reason), str(g.size), g.id)
     console = stdout_console()  # piped (CI logs, `| tee`): 160 columns, not rich's 80
+    if not console.is_terminal:  # whole gate ids (status takes them) and names on one line each
+        longest_name = max((len(n) for n, _ in rows), default=8)
+        longest_reason = max((len(g.reason or "") for _, g in rows), default=6)
+        console.width = max(console.width, longest_name + 32 + min(longest_reason, 100) + 60)
     console.print(table)
     counts = {s: sum(1 for _, g in rows if g.status == s) for s in ("allow", "quarantine", "review")}
     console.print(", ".join(f"{n} {s}" for s, n in counts.items()))

@@ -22,8 +22,10 @@ FieldOpt = Annotated[
 
 
 def usage(message: str) -> typer.Exit:
-    """Say what is wrong on stderr; the caller raises the returned exit (status 2)."""
-    typer.echo(f"canary: {message}", err=True)
+    """Say what is wrong on stderr, on one line; the caller raises the returned exit (status 2)."""
+    typer.echo(
+        f"canary: {'; '.join(line.strip() for line in message.splitlines() if line.strip())}", err=True
+    )
     return typer.Exit(2)
 
 
@@ -39,16 +41,30 @@ def load_settings() -> Settings:
 
 
 def chosen_policies(policy: list[str] | None) -> list[str]:
-    """The policies asked for (default: prompt-injection), each checked to load."""
+    """The policies asked for (default: prompt-injection), each loaded and checked whole
+    (detector kinds and options, rule sets compiled): a usage error (exit 2) if one cannot work."""
     from policies import PolicyError, load_policy
+    from worker.adapters.compiled_cache import enable
+    from worker.core.errors import ConfigError
+    from worker.detectors.preflight import check_policy
 
+    enable(load_settings().compiled_cache_dir)  # the check compiles the rule sets: from the cache
     chosen = policy or ["prompt-injection"]
     for ref in chosen:
         try:
-            load_policy(ref)
-        except PolicyError as exc:
+            check_policy(load_policy(ref))
+        except (PolicyError, ConfigError) as exc:
             raise usage(str(exc)) from exc
     return chosen
+
+
+def not_gated(names: list[str], seen: list[str]) -> None:
+    """A service failed mid-intake: name the inputs that were not gated (the one being stored
+    and every one not reached). Those before it were stored and registered; a registered gate
+    whose message did not go out stays visibly pending and the sweeper sends it."""
+    started = {name for name in names for source in seen if source == name or source.startswith(name)}
+    for name in [*seen[-1:], *(n for n in names if n not in started)]:
+        typer.echo(f"canary: not gated: {name}", err=True)
 
 
 def table_fields(field: list[str] | None, settings: Settings) -> dict[str, list[str]]:

@@ -15,6 +15,7 @@ pickles task errors), extra attributes included.
     │   ├── BadRequestError           an intake request cannot be gated as sent (worker.web.body)
     │   ├── UnauthorizedError         an intake request carries no accepted token (worker.web.intake)
     │   ├── KeyReusedError            an Idempotency-Key came back with another request (worker.web)
+    │   ├── SuppressionError          a gate whose evidence cannot be suppressed (worker.pipeline.suppressions)
     │   ├── IdentityError             a reviewer name, password or token is unacceptable
     │   │                             (worker.adapters.reviewers)
     │   └── SecondReviewerError       the reviewer who asked for a release approved it too

@@ -182,6 +182,12 @@ _SCOPES = {  # layer kind -> rule scopes that apply to it (diff / not a diff)
 TRANSPORT_LAYERS = frozenset({"quoted-printable", "mime-base64", "html-text", "json-text"})
 
 
+def is_transport(layer_name: str) -> bool:
+    """A layer reached through transport encodings only (``html-text/mime-base64`` as much as
+    ``mime-base64``): the text as it is carried, not as it was hidden."""
+    return all(part in TRANSPORT_LAYERS for part in layer_name.split("/"))
+
+
 _ESCAPE_OR_BACKSLASH = re.compile(rb"(\\\\)|\\[nrt]")
 
 
@@ -216,7 +222,7 @@ def _scan_window(
     if data[:64].lstrip()[:1] in (b"{", b"[") and (strings := json_text(text)) is not None:
         layers.append((strings, "transport"))  # a JSON artifact: its strings as they read
     for layer in decode_layers(text) + [d for h in main.hidden for d in (h, *decode_layers(h))]:
-        if layer.name in TRANSPORT_LAYERS:
+        if is_transport(layer.name):
             layers.append((layer, "transport"))
             continue
         layers.append((layer, "decoded"))

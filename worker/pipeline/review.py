@@ -74,16 +74,21 @@ def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, not
         **(approval or {}),
     }
     body = json.dumps(report, sort_keys=True)
-    if decision == "quarantine" or was == GateStatus.quarantine:
-        # From review, the bytes go along (checked first: if the store no longer holds what was
-        # classified, nothing is recorded); a quarantined gate's bytes are there already.
-        data = _checked_bytes(rt, gate) if was == GateStatus.review else None
-        quarantine(rt, gate.id, body, data)
+    recorded = decision == "quarantine" or was == GateStatus.quarantine
+    # From review, the bytes go along (checked first: if the store no longer holds what was
+    # classified, nothing is recorded); a quarantined gate's bytes are there already.
+    data = _checked_bytes(rt, gate) if recorded and was == GateStatus.review else None
     reason = f"reviewed by {person}: {decision} (was {was}: {gate.reason})"
     review = Review(gate_id, was, decision, body, reason, note)
     ready = rt.repo.record_review(review, f"person:{person}", gate.sha256)
     if ready is None:
         raise ReviewError(f"gate {gate_id} left {was} meanwhile")
+    # Only the winner of the conditional update writes the bucket: two reviewers deciding at once
+    # leave the record the database holds, never the loser's overwrite. A crash right here leaves
+    # the database decided and the bucket behind; the bytes stay in the artifact store by sha256,
+    # and a blocked gate stays blocked (only allowed gates are ever published).
+    if recorded:
+        quarantine(rt, gate.id, body, data)
     for sub in ready:
         publish_allowed(rt, sub.id, sub.gates)
     fresh = rt.repo.get(gate_id)

@@ -7,10 +7,12 @@ Side effects come first (idempotent puts and publishes), then the one-time state
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 
 import structlog
 
+from worker.adapters import stage_metrics
 from worker.adapters.db import Gate, GateStatus, Outcome
 from worker.adapters.signing import sign_allowed
 from worker.core.models import Report
@@ -65,10 +67,13 @@ def publish_submissions(
     if not submissions:
         return
     known = known or {}
+    started = time.perf_counter()
     missing = {gid for _, ids in submissions for gid in ids if gid not in known}
     gates = {**(rt.repo.get_many(missing) if missing else {}), **known}
     done = [(sid, list(ids)) for sid, ids in submissions if _publish_one(rt, sid, ids, gates)]
     rt.repo.mark_published_many(done, rt.actor, f"queue={rt.allowed.location}")
+    if done:
+        stage_metrics.observe("publish", (time.perf_counter() - started) / len(done), len(done))
 
 
 def publish_allowed(

@@ -23,10 +23,11 @@ import structlog
 
 from policies import HarmPolicy
 from policies.loader import PolicyError, PolicyResolver
+from worker.adapters import stage_metrics
 from worker.adapters.db import Gate, utcnow
 from worker.adapters.storage import sha256_hex
 from worker.core.detector import Artifact, cast_vote, error_vote
-from worker.core.errors import CanaryError, DetectorError, StorageError
+from worker.core.errors import CanaryError, DatabaseUnavailableError, DetectorError, StorageError
 from worker.core.models import Coverage, Decision, ErrorKind, PolicyRef, PrecheckResult, Report, Timings, Vote
 from worker.core.quorum import decide_quorum
 from worker.detectors import detector_for
@@ -57,18 +58,20 @@ class Started:
     deferred: list[str] = field(default_factory=list)
 
 
-def begin_many(rt: Runtime, gate_ids: Sequence[str]) -> Started:
+def begin_many(rt: Runtime, gate_ids: Sequence[str], claim: str | None = None) -> Started:
     """Start an attempt for each open gate of the batch (one transaction).
 
     Decided gates are left out (a redelivery); a gate past ``max_attempts``, with a changed
     policy or with corrupt bytes is listed in ``failed`` with its reason, for review; a gate
     whose bytes cannot be read now is ``deferred`` (left open for the sweeper). When no gate
     of the batch could be read, ``StorageError`` is raised so the whole task retries.
+    ``claim`` is the starting message's id (see ``GateRepo.start_many``): a gate another live
+    message holds is left out, like a decided one.
     """
     started = Started()
     policies = PolicyResolver()
     order = {gid: i for i, gid in enumerate(gate_ids)}
-    for gate in sorted(rt.repo.start_many(gate_ids, rt.actor), key=lambda g: order[g.id]):
+    for gate in sorted(rt.repo.start_many(gate_ids, rt.actor, claim), key=lambda g: order[g.id]):
         if gate.attempts > rt.settings.max_attempts:
             started.failed.append((gate.id, f"too many attempts ({gate.attempts - 1})"))
             continue
@@ -94,7 +97,9 @@ def precheck_step(rt: Runtime, artifact: Artifact, policy: HarmPolicy) -> tuple[
 
     started = time.perf_counter()
     result = run_precheck(artifact.data, policy)
-    return result, (time.perf_counter() - started) * 1000
+    seconds = time.perf_counter() - started
+    stage_metrics.observe("precheck", seconds)
+    return result, seconds * 1000
 
 
 def detect_chunks(policy: HarmPolicy, sizes: Sequence[int], soft_limit_s: float) -> list[tuple[int, int]]:
@@ -126,7 +131,11 @@ def detect_step(
     policies: PolicyResolver,
     timeouts: tuple[type[BaseException], ...] = (),
 ) -> Vote:
-    """Run one detector; every failure becomes an invalid vote, never an exception.
+    """Run one detector; every failure of the detector becomes an invalid vote, never an exception.
+
+    A storage or database error (the artifact cannot be read now) is no detector failure: it is
+    raised, so the task retries as the pre-check and the decide do; a blip must not become an
+    invalid vote (too few valid votes send benign items to review, and let the rest decide).
 
     ``timeouts`` are the exception types that mean "out of time" (the Celery layer passes its
     soft time limit's): they become ``timeout`` votes; any other exception an ``exception`` vote.
@@ -150,6 +159,8 @@ def detect_step(
                 detector_name, backend, ErrorKind.timeout, "answer came too late", elapsed, ref.size
             )
         return cast_vote(detector_name, backend, answer, policy.protocol, elapsed)
+    except (StorageError, DatabaseUnavailableError):
+        raise
     except DetectorError as exc:
         kind, detail = exc.kind, f"{type(exc).__name__}: {exc.message}"
     except timeouts:
@@ -184,6 +195,7 @@ def detect_many(
         vote = detect_step(rt, ref, detector_name, policies, timeouts)
         votes[ref.id] = vote
         out_of_time = vote.error == ErrorKind.timeout and vote.detail == "soft time limit"
+    stage_metrics.record_votes(detector_name, votes.values())
     return votes
 
 
@@ -234,6 +246,7 @@ class Pending:
     votes: list[Vote] = field(default_factory=list)
     precheck_ms: float = 0.0
     reason_override: str | None = None
+    note: str = ""  # appended to the reason (e.g. the suppressions that covered the evidence)
 
 
 def decide_many(rt: Runtime, pending: dict[str, Pending]) -> dict[str, Report]:
@@ -243,14 +256,17 @@ def decide_many(rt: Runtime, pending: dict[str, Pending]) -> dict[str, Report]:
     """
     if not pending:
         return {}
+    started = time.perf_counter()
     gates = rt.repo.get_many(pending)
     policies = PolicyResolver()
     decided: list[tuple[Gate, Report]] = []
     for gate_id, item in pending.items():
         gate = gates.get(gate_id)
         if gate is not None and not gate.terminal:
-            decided.append((gate, judge(gate, item, policies)))
+            decided.append((gate, judge(gate, unsuppressed(rt, gate, item), policies)))
     route_many(rt, decided)
+    if decided:
+        stage_metrics.observe("decide", (time.perf_counter() - started) / len(decided), len(decided))
     return {gate.id: report for gate, report in decided}
 
 
@@ -269,7 +285,26 @@ def judge(gate: Gate, item: Pending, policies: PolicyResolver) -> Report:
         decision, reason = "review", reason_override
     else:
         decision, reason = decide_quorum(item.precheck, item.votes, required, expected, dissent)
+    if item.note:
+        reason = f"{reason}; {item.note}"
     return build_report(gate, decision, reason, item.precheck, item.votes, item.precheck_ms)
+
+
+def unsuppressed(rt: Runtime, gate: Gate, item: Pending) -> Pending:
+    """A harmful pre-check whose every piece of evidence a reviewer suppressed counts as harmless
+    (the detectors' votes decide), and the reason names the suppressions (worker.pipeline.suppressions)."""
+    if item.precheck.verdict != "harmful" or item.reason_override:
+        return item
+    from worker.pipeline.suppressions import covering, named
+
+    try:
+        used = covering(rt, gate.policy_id, load_artifact(rt, GateRef.of(gate)).data, item.precheck)
+    except Exception:  # noqa: BLE001 - no suppression applies when it cannot be checked (fail closed)
+        return item
+    if not used:
+        return item
+    harmless = item.precheck.model_copy(update={"verdict": "harmless"})
+    return Pending(harmless, item.votes, item.precheck_ms, None, named(used))
 
 
 def build_report(

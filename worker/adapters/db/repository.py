@@ -2,27 +2,25 @@
 
 Portable (SQLite for the embedded default, Postgres in production); where Postgres can do in
 one statement what the portable path does in several, the repository takes the fast path in
-``worker.adapters.db.postgres``. The driver's errors do not leave this module: they become
-``DatabaseError`` (``DatabaseUnavailableError`` when the database could not be reached).
+``worker.adapters.db.postgres``. Every public method translates the driver's errors
+(``worker.adapters.db.engine``).
 """
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, ParamSpec, TypeVar, cast
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, event, exists, func, insert, text, update
+from sqlalchemy import insert, or_, text, update
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection, CursorResult, Engine
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
-from sqlmodel import Session, SQLModel, col, create_engine, select
+from sqlmodel import Session, SQLModel, col, select
 
 from worker.adapters.db import postgres
+from worker.adapters.db.engine import translated
+from worker.adapters.db.gauges import GateGauges
 from worker.adapters.db.tables import (
     OPEN_STATUSES,
     REVIEWED,
@@ -30,116 +28,15 @@ from worker.adapters.db.tables import (
     AuditEvent,
     Gate,
     GateStatus,
+    Outcome,
+    Review,
     Submission,
+    not_reviewed,
     utcnow,
 )
-from worker.core.errors import DatabaseError, DatabaseUnavailableError
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
-@contextmanager
-def database_errors() -> Iterator[None]:
-    """Translate the driver's errors into the project's own (the one boundary that sees them)."""
-    try:
-        yield
-    except OperationalError as exc:
-        raise DatabaseUnavailableError(f"database unavailable: {_first_line(exc)}") from exc
-    except SQLAlchemyError as exc:
-        raise DatabaseError(f"database error: {_first_line(exc)}") from exc
-
-
-def _first_line(exc: SQLAlchemyError) -> str:
-    """The driver's own message, first line only (never the statement or its parameters)."""
-    orig = getattr(exc, "orig", None) or exc
-    lines = str(orig).strip().splitlines()
-    return f"{type(orig).__name__}: {lines[0][:200] if lines else ''}"
-
-
-def translated(fn: Callable[P, R]) -> Callable[P, R]:
-    """``fn`` with the driver's errors translated (see ``database_errors``)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with database_errors():
-            return fn(*args, **kwargs)
-
-    return wrapper
-
-
-def not_reviewed() -> ColumnElement[bool]:
-    """True for a gate no person has decided yet (no ``reviewed:*`` audit event).
-
-    A correlated ``NOT EXISTS``: one lookup in the audit table's ``gate_id`` index per gate,
-    not a scan of the whole (append-only, ever-growing) audit table.
-    """
-    return ~exists().where(
-        col(AuditEvent.gate_id) == col(Gate.id), col(AuditEvent.event).startswith(REVIEWED)
-    )
-
-
-@translated
-def make_engine(url: str) -> Engine:
-    if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
-
-        @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.close()
-
-    else:
-        # No pre-ping round trip per checkout: a connection broken by a database restart
-        # fails its statement, the task retries (see worker.tasks.gate) and the pool reconnects.
-        engine = create_engine(url, pool_size=5, max_overflow=5, pool_recycle=1800)
-    SQLModel.metadata.create_all(engine)
-    return engine
-
-
-def make_reader_engine(url: str) -> Engine:
-    """A lazily connecting engine for scrapes: a database that is down at start-up is no error."""
-    if url.startswith("sqlite"):
-        return create_engine(url, connect_args={"check_same_thread": False, "timeout": 5})
-    return create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=1)
-
-
-def _aware(value: Any) -> datetime | None:
-    """A database timestamp as an aware UTC datetime (SQLite may hand back strings or naive values)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if not isinstance(value, datetime):
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A gate's decision, ready to be recorded."""
-
-    gate_id: str
-    decision: str
-    reason: str
-    report: str
-
-
-@dataclass(frozen=True)
-class Review:
-    """A person's decision on a gate in ``was`` (review or quarantine), ready to be recorded."""
-
-    gate_id: str
-    was: str
-    decision: str
-    report: str
-    reason: str
-    note: str
-
-
-class GateRepo:
+class GateRepo(GateGauges):
     """All reads and writes of gate state. Transitions are conditional updates."""
 
     def __init__(self, engine: Engine) -> None:
@@ -221,22 +118,35 @@ class GateRepo:
         return {row["id"]: Gate(**row) for row in rows}
 
     @translated
-    def start_many(self, gate_ids: Sequence[str], actor: str) -> list[Gate]:
+    def start_many(self, gate_ids: Sequence[str], actor: str, claim: str | None = None) -> list[Gate]:
         """Mark the open gates among ``gate_ids`` running and count their attempt, in one transaction.
 
         One conditional ``UPDATE … RETURNING`` for the whole batch: each row changes only if it
         is still open, so a decided gate (a redelivered message) is left out of the result.
+
+        ``claim`` (the id of the message starting them) makes an attempt count only when the
+        previous one is known dead: a gate is taken if it is unclaimed (new, or released by the
+        sweeper) or claimed by this same message (delivered again: its previous delivery died
+        or gave up). A gate claimed by another message is left out: that attempt is alive.
         """
         ids = sorted(set(gate_ids))
         if not ids:
             return []
         if self._locks:
-            return postgres.start_many(self.autocommit_engine, ids, actor, utcnow())
+            return postgres.start_many(self.autocommit_engine, ids, actor, utcnow(), claim)
         table = Gate.__table__  # type: ignore[attr-defined]
+        where = [table.c.id.in_(ids), table.c.status.in_(OPEN_STATUSES)]
+        if claim is not None:
+            where.append(or_(table.c.claim.is_(None), table.c.claim == claim))
         stmt = (
             update(table)
-            .where(table.c.id.in_(ids), table.c.status.in_(OPEN_STATUSES))
-            .values(status=GateStatus.running, attempts=table.c.attempts + 1, updated_at=utcnow())
+            .where(*where)
+            .values(
+                status=GateStatus.running,
+                attempts=table.c.attempts + 1,
+                claim=table.c.claim if claim is None else claim,
+                updated_at=utcnow(),
+            )
             .returning(*table.c)
         )
         with self.engine.begin() as conn:
@@ -388,6 +298,7 @@ class GateRepo:
             if gate is None or gate.terminal:
                 return
             gate.updated_at = utcnow()
+            gate.claim = None  # its message is known lost: the next start is a new attempt
             session.add(gate)
             self._audit(session, gate_id, "requeued", actor, detail)
             session.commit()
@@ -413,37 +324,6 @@ class GateRepo:
     def create_tables(self) -> None:
         """Create the tables a fresh database lacks (what ``make_engine`` does on start-up)."""
         SQLModel.metadata.create_all(self.engine)
-
-    def snapshot(self, now: datetime) -> dict[str, Any]:
-        """The gate table in a handful of aggregate queries, for the metrics collector: gates per
-        status, the oldest open gate's age, overdue gates, most attempts of an open gate,
-        decisions per policy, quarantined gates no person has reviewed. Errors are not
-        translated: the collector reports any failure as ``canary_gate_database_up 0``."""
-        table = Gate.__table__  # type: ignore[attr-defined]
-        is_open = table.c.status.in_(OPEN_STATUSES)
-        with self.engine.connect() as conn:
-            statuses = conn.execute(core_select(table.c.status, func.count()).group_by(table.c.status)).all()
-            oldest, attempts = conn.execute(
-                core_select(func.min(table.c.created_at), func.max(table.c.attempts)).where(is_open)
-            ).one()
-            late = conn.execute(core_select(func.count()).where(is_open, table.c.deadline < now)).scalar_one()
-            unreviewed = conn.execute(
-                core_select(func.count()).where(table.c.status == GateStatus.quarantine, not_reviewed())
-            ).scalar_one()
-            decisions = conn.execute(
-                core_select(table.c.policy_id, table.c.decision, func.count())
-                .where(table.c.decision.is_not(None))
-                .group_by(table.c.policy_id, table.c.decision)
-            ).all()
-        started = _aware(oldest)
-        return {
-            "statuses": {str(status): int(n) for status, n in statuses},
-            "oldest_age_s": max(0.0, (now - started).total_seconds()) if started else 0.0,
-            "overdue": int(late or 0),
-            "attempts_max_open": int(attempts or 0),
-            "decisions": [(str(p), str(d), int(n)) for p, d, n in decisions],
-            "unreviewed_quarantine": int(unreviewed or 0),
-        }
 
     @translated
     def waiting(self, status: GateStatus, limit: int = 100) -> list[Gate]:
