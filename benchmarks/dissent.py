@@ -51,7 +51,7 @@ def releases(listing: Path) -> Iterator[tuple[str, str, bytes]]:
         spec = line.split("#")[0].strip()
         path = CACHE / (spec.replace("/", "%2F") + ".diff")
         if spec and path.exists():
-            yield "releases", "harmless", path.read_bytes()
+            yield listing.stem, "harmless", path.read_bytes()
 
 
 def votes_command(args: argparse.Namespace) -> None:
@@ -97,17 +97,29 @@ def table_command(args: argparse.Namespace) -> None:
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault((row["policy"], row["split"]), []).append(row)
-    print(f"dissent: {dissent or 'off'}")
-    print(
-        f"{'policy':18} {'split':9} {'harmless':>8} {'to review':>9} {'harmful':>8} {'allowed':>8} {'-> review':>9}"
+    print(f"dissent: {dissent or 'off'}  (blocked = quarantine or review, as canary eval counts it)")
+    head = (
+        "policy",
+        "split",
+        "harmless",
+        "blocked",
+        "pre-check",
+        "to review",
+        "harmful",
+        "allowed",
+        "-> review",
     )
+    print("{:18} {:22} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>9}".format(*head))
     for (policy, split), group in sorted(groups.items()):
         harmless = [r for r in group if r["label"] == "harmless"]
         harmful = [r for r in group if r["label"] == "harmful"]
+        blocked = sum(replay(r, {}) != "allow" for r in harmless)
+        early = sum(r["precheck"] == "harmful" for r in harmless)
         cost = sum(replay(r, {}) == "allow" and replay(r, dissent) == "review" for r in harmless)
         allowed = sum(replay(r, {}) == "allow" for r in harmful)
         gain = sum(replay(r, {}) == "allow" and replay(r, dissent) == "review" for r in harmful)
-        print(f"{policy:18} {split:9} {len(harmless):8d} {cost:9d} {len(harmful):8d} {allowed:8d} {gain:9d}")
+        row = (policy, split, len(harmless), blocked, early, cost, len(harmful), allowed, gain)
+        print("{:18} {:22} {:8d} {:8d} {:9d} {:9d} {:8d} {:8d} {:9d}".format(*row))
     if args.lost:
         print("\nscores of harmful votes that lost the quorum (allowed), per detector:")
         for (policy, split), group in sorted(groups.items()):
@@ -129,7 +141,7 @@ def main() -> None:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     votes = sub.add_parser("votes")
-    votes.add_argument("--split", nargs="+", default=["train", "dev"])
+    votes.add_argument("--split", nargs="*", default=["train", "dev"])
     votes.add_argument("--policy", action="append")
     votes.add_argument("--releases", action="append", help="a real-release list whose diffs are cached")
     votes.add_argument("--out", required=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from policies.loader import load_policy
 from worker.core.models import Coverage, ErrorKind, PrecheckResult, Vote
 from worker.core.policy import Quorum
 from worker.core.quorum import decide_quorum
@@ -100,3 +101,14 @@ def test_policy_dissent_accepts_local_detectors():
         detectors=detectors("rules", "lexical", "semantic"), dissent={"rules": 0.8, "lexical": 0.99}
     )
     assert quorum.dissent == {"rules": 0.8, "lexical": 0.99}
+
+
+def test_shipped_malicious_package_policy_reviews_a_confident_lexical_minority():
+    """Under the shipped malicious-package policy a lexical vote at 0.995 outvoted goes to review,
+    a semantic one does not; the prompt-injection policy has no dissent."""
+    package = load_policy("malicious-package")
+    names = [d.name for d in package.quorum.detectors]
+    assert decide_quorum(CLEAN, split(0.995), 2, names, package.quorum.dissent)[0] == "review"
+    semantic = [vote("rules", "harmless"), vote("lexical", "harmless"), vote("semantic", "harmful", 0.999)]
+    assert decide_quorum(CLEAN, semantic, 2, names, package.quorum.dissent)[0] == "allow"
+    assert load_policy("prompt-injection").quorum.dissent == {}
