@@ -23,23 +23,19 @@ Target: >= 20 artifacts/s on 2 cores, i.e. a night of 50,000 diffs in < 1 hour.
 
 from __future__ import annotations
 
-import argparse
-import gzip
 import json
 import logging
 import multiprocessing as mp
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import arguments, harmless_texts, machine_line, percentile, target
 
-from worker.logs import configure_logging  # noqa: E402
+from worker.logs import configure_logging
 
 POLICY = "malicious-package"
 DETECTORS = ("rules", "lexical", "semantic")
@@ -49,15 +45,8 @@ NIGHT = 50_000
 _STATE: dict[str, Any] = {}
 
 
-def datasets_dir() -> Path:
-    return Path(os.environ.get("CANARY_DATASETS_DIR") or ROOT.parent / "shared" / "datasets")
-
-
 def harmless_diffs() -> list[bytes]:
-    path = datasets_dir() / POLICY / "train.jsonl.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as lines:
-        records = [json.loads(line) for line in lines]
-    return [r["text"].encode("utf-8", "surrogatepass") for r in records if r["label"] == "harmless"]
+    return [text.encode("utf-8", "surrogatepass") for text in harmless_texts(POLICY, "train")]
 
 
 def synthetic(diffs: list[bytes], count: int, size: int) -> list[bytes]:
@@ -106,7 +95,7 @@ def _measure(data: bytes) -> dict[str, Any]:
     policy = _STATE["policy"]
     times: dict[str, float] = {}
     verdicts: dict[str, str] = {}
-    started = time.perf_counter()
+    started, started_cpu = time.perf_counter(), time.process_time()
     pre = run_precheck(data, policy)
     times["precheck"] = (time.perf_counter() - started) * 1000
     verdicts["precheck"] = pre.verdict
@@ -121,12 +110,8 @@ def _measure(data: bytes) -> dict[str, Any]:
             verdicts[detector.name] = f"error:{type(exc).__name__}"
         times[detector.name] = (time.perf_counter() - t0) * 1000
     times["total"] = (time.perf_counter() - started) * 1000
+    times["cpu"] = (time.process_time() - started_cpu) * 1000
     return {"times": times, "verdicts": verdicts}
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
 def run_pool(
@@ -147,7 +132,7 @@ def stage_line(label: str, results: list[dict[str, Any]], stages: list[str]) -> 
     cells = []
     for stage in stages:
         values = [r["times"][stage] for r in results]
-        cells.append(f"{stage} {statistics.median(values):7.1f} / {pct(values, 0.95):7.1f}")
+        cells.append(f"{stage} {statistics.median(values):7.1f} / {percentile(values, 0.95):7.1f}")
     return f"  {label:<10} p50/p95 ms: " + " | ".join(cells)
 
 
@@ -184,15 +169,13 @@ def run_embedded(artifacts: list[bytes], names: tuple[str, ...]) -> None:
         gate.rt.repo.engine.dispose()
     print(
         f"\nfull EmbeddedGate path, 1 process, {len(artifacts)} diffs: {len(artifacts) / wall:.1f} artifacts/s, "
-        f"gate total p50 {statistics.median(totals):.1f} ms, p95 {pct(totals, 0.95):.1f} ms; "
+        f"gate total p50 {statistics.median(totals):.1f} ms, p95 {percentile(totals, 0.95):.1f} ms; "
         + ", ".join(f"{k}={v}" for k, v in sorted(statuses.items()))
     )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--artifacts", type=int, default=200)
     parser.add_argument("--size", type=int, default=24 * 1024)
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
@@ -211,8 +194,8 @@ def main() -> None:
     warm = synthetic(diffs[::-1], 3, args.size)
     stages = ["precheck", *names, "total"]
     sizes = [len(a) for a in artifacts]
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"policy {POLICY}; detectors {', '.join(names)}; cpus {os.cpu_count()}; load average {load}")
+    print(machine_line())
+    print(f"policy {POLICY}; detectors {', '.join(names)}")
     print(
         f"{len(artifacts)} synthetic diffs, {min(sizes)}-{max(sizes)} bytes (mean {statistics.mean(sizes):.0f})"
     )
@@ -225,17 +208,18 @@ def main() -> None:
             f"50,000 diffs in {NIGHT / run['per_s'] / 60:.0f} min"
         )
         print(stage_line("synthetic", run["results"], stages))
+        cpu_ms = statistics.mean(r["times"]["cpu"] for r in run["results"])
+        print(
+            f"  CPU {cpu_ms:.1f} ms per artifact: {2000 / cpu_ms:.1f} artifacts/s on 2 idle cores (CPU time: far less load-sensitive than wall time)"
+        )
         print(verdict_line(run["results"], ["precheck", *names]))
     if real:
         run = run_pool(1, names, real, warm)
         print(f"\n{len(real)} real harmless diffs of 20-28 KB, 1 process: {run['per_s']:.1f} artifacts/s")
         print(stage_line("real", run["results"], stages))
         print(verdict_line(run["results"], ["precheck", *names]))
-    verdict = "MET" if best >= TARGET_PER_S else "NOT MET"
-    print(
-        f"\nload average now {', '.join(f'{x:.2f}' for x in os.getloadavg())} (anything else running skews these)"
-    )
-    print(f"\ntarget >= {TARGET_PER_S:.0f} artifacts/s on <= 2 processes: {verdict} (best {best:.1f}/s)")
+    print(f"\n{machine_line()} (anything else running skews these)")
+    target("local ensemble, ~24 KB diffs, best of <= 2 processes", best, "artifacts/s", at_least=TARGET_PER_S)
     if args.embedded:
         run_embedded(artifacts[: args.embedded], names)
 

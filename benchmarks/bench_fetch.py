@@ -11,24 +11,19 @@ this machine, so quote it with the CPU split. Nothing is gated or stored.
 
 from __future__ import annotations
 
-import argparse
 import resource
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import arguments  # also puts the repository on sys.path
 
-from producers.files import read_inputs  # noqa: E402
+from producers.files import read_inputs
 
 DEFAULT_LIST = Path(__file__).parent / "releases" / "popular-releases.txt"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--fetch-ahead", type=int, default=8)
     parser.add_argument("--list", default=str(DEFAULT_LIST))

@@ -1,37 +1,34 @@
-"""Coordination benchmark: gates/s and per-gate overhead with trivial detectors.
+"""Coordination: what the gate adds per gate on top of a bare Celery chord, and batched gates/s.
 
-Real parts: Redis broker + result backend, Postgres gate rows, `canary worker`
-processes (prefork). Detectors are the fixed-answer `static` kind, so what is
-measured is the spine: intake, pre-check task, chord of 3 detect tasks, quorum
-callback, routing, audit.
+    python benchmarks/bench_gates.py [--gates 1000] [--alone 100] [--workers 1 2] [--batch 1 32] [--s3]
 
-    python benchmarks/bench_gates.py [--gates 1000] [--workers 1 2] [--batch 1 32] [--s3]
+Real parts: Redis broker + result backend, Postgres gate rows, ``canary worker`` processes
+(prefork). Detectors are the fixed-answer ``static`` kind (``tests/fixtures/policies/trivial.yaml``),
+so what is measured is the spine: intake, pre-check task, chord of three detect tasks, quorum
+callback, routing, audit. Every worker is waited for by a readiness probe (it answers a control
+ping), never by a sleep.
 
-For each worker count (``--concurrency``) and intake batch size it prints:
+Per worker count (``--concurrency``), in one run:
 
-- gates/s: ``--gates`` artifacts are submitted first (``worker.pipeline.intake.submit_many``,
-  ``batch`` gates per pre-check message; batch 1 = one message and one chord per gate),
-  then the worker is started; throughput = gates / (last decision - first gate started).
-- worker-cpu-ms/gate: user+system CPU of the worker's main process and pool children over
-  that same window, divided by the number of gates. The CPU cost of coordination per gate,
-  insensitive to other load on the machine.
-- alone-p50/p95-ms: end-to-end latency (gate row created -> decision recorded) of a gate
-  submitted alone into an idle worker (``submit_artifact``, a batch of one), ``--alone``
-  times.
-- overhead-p50-ms: the per-gate coordination overhead of a lone gate, p50 over the same
-  gates of (latency - the gate's own pre-check and detector time from its report, i.e.
-  ``precheck_ms + detectors_ms``). With trivial detectors that time is a few microseconds, so
-  this is what the spine (intake, broker, chord, database, routing) adds to a gate.
+1. The floor: a worker of ``celery_floor.py`` (the same 1 + 3 + 1 task shape with no gate work,
+   the same Celery settings, prefork) is started on its own queue and kept running.
+2. Throughput, per intake batch size: ``--gates`` artifacts are submitted first
+   (``submit_many``, ``batch`` gates per pre-check message and chord), then a gate worker is
+   started; gates/s = gates / (last decision - first gate started). ``worker-cpu-ms/gate`` is the
+   user+system CPU of the worker and its pool over that window, divided by the gates: the CPU
+   cost of coordination, insensitive to other load.
+3. Lone gates (after the first batch size's run, with its worker still up): ``--alone`` gates
+   submitted one at a time into the idle worker, each followed by one empty chord on the floor
+   worker, so the two samples share the machine's state. A gate's overhead is its latency (row
+   created -> decision recorded) minus its own pre-check and detector time from its report; the
+   floor's latency is send -> callback ran. **ours-p50** = overhead p50 - floor p50: the
+   project's own share of a lone gate. ``one-task-p50`` is a single empty task (send -> ran).
+4. The floor's CPU per chord over ``--gates`` chords sent at once; ``ours-cpu`` = batch-1
+   worker CPU per gate minus it.
 
-It also prints (unless ``--no-floor``), per worker count, the same task shape with no gate work
-(``celery_floor.py``: 1 + 3 + 1 no-op tasks as a chord, same Celery settings, same prefork
-worker): its p50/p95 latency and the worker's CPU per chord (over ``--gates`` chords run back
-to back): the part of a lone gate's latency and CPU that is Celery's own. ``ours-p50-ms`` is
-overhead-p50 minus the floor's p50 and ``ours-cpu-ms`` is batch-1 worker CPU per gate minus the
-floor's CPU per chord: what this project's code adds on top of Celery.
-
-Wall-clock figures (gates/s, latencies) degrade when other processes load the cores (the load
-average is printed); CPU per gate is the figure that does not.
+The TARGET lines compare: ours-p50 <= 5 ms and batched gates/s >= 300 (issue #24). Wall-clock
+figures degrade when other processes load the cores (the load average is printed); CPU per gate
+does not.
 """
 
 from __future__ import annotations
@@ -40,313 +37,249 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
+import uuid
+from collections.abc import Callable
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.integration.services import (  # noqa: E402
-    check_postgres,
-    check_redis,
-    database_url,
-    free_port,
-    redis_url,
-    start_moto_server,
-    stop_process,
+from harness import (
+    ROOT,
+    TRIVIAL_POLICY,
+    Services,
+    WorkerProcess,
+    arguments,
+    canary_worker,
+    cpu_seconds,
+    load_average,
+    machine_line,
+    percentile,
+    services,
+    target,
+    wait_gates,
 )
 
-POLICY = str(ROOT / "tests" / "fixtures" / "policies" / "trivial.yaml")
+from tests.integration.services import free_port, start_moto_server, stop_process
+
+OURS_P50_MS = 5.0
+BATCHED_PER_S = 300.0
+WARM_UP = 5  # samples dropped at the start of each series
 
 
-def reset(env: dict[str, str]) -> None:
-    import redis
-    from sqlalchemy import text
-
-    from worker.adapters.db import make_engine
-
-    for url in (env["CANARY_BROKER_URL"], env["CANARY_RESULT_BACKEND"]):
-        redis.Redis.from_url(url).flushdb()
-    engine = make_engine(env["CANARY_DATABASE_URL"])
-    with engine.begin() as conn:
-        conn.execute(text("TRUNCATE gates, submissions, audit_events"))
-    engine.dispose()
-
-
-def ensure_database(url: str) -> None:
-    """Create the benchmark's own database (so tests running meanwhile cannot truncate it)."""
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0].replace("postgresql+psycopg", "postgresql") + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def bench_env(name: str, db: str, redis_dbs: tuple[int, int]) -> tuple[Path, dict[str, str]]:
-    """A scratch folder and the ``CANARY_*`` settings of a benchmark run on its own Redis dbs and queues.
-
-    Exits with the problem when Redis or Postgres does not answer.
-    """
-    broker = redis_url()
-    ensure_database(db)
-    for problem in (check_redis(broker), check_postgres(db)):
-        if problem:
-            sys.exit(f"{name}: {problem}")
-    base = broker.rsplit("/", 1)[0]
-    tmp = Path(tempfile.mkdtemp(prefix=f"canary-{name}-"))
-    return tmp, {
-        "CANARY_BROKER_URL": f"{base}/{redis_dbs[0]}",
-        "CANARY_RESULT_BACKEND": f"{base}/{redis_dbs[1]}",
-        "CANARY_DATABASE_URL": db,
-        "CANARY_DATA_DIR": str(tmp / "data"),
-        "CANARY_OBJECT_STORE": "local",
-        "CANARY_TASK_QUEUE": f"canary.{name}",
-        "CANARY_PRELOAD": "false",
-        "CANARY_ALLOWED_QUEUE": f"canary.{name}.allowed",
-        "CANARY_REVIEW_QUEUE": f"canary.{name}.review",
-    }
-
-
-def start_worker(env: dict[str, str], workers: int, log: Path) -> subprocess.Popen[bytes]:
-    fh = log.open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "worker",
-            "worker",
-            f"--concurrency={workers}",
-            "--loglevel=WARNING",
-            "--without-mingle",
-            "--without-gossip",
-        ],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        stdout=fh,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    return proc
-
-
-def wait_all(repo, ids: list[str], timeout: float = 600) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        gates = repo.get_many(ids)
-        if all(g.terminal for g in gates.values()) and len(gates) == len(ids):
-            return
-        time.sleep(0.05)
-    raise TimeoutError("gates did not finish")
-
-
-def first_running(repo):
+def first_running(repo: Any) -> Any:
+    """When the first gate of the run started (its earliest ``running`` audit event)."""
     from sqlalchemy import text
 
     with repo.engine.connect() as conn:
         return conn.execute(text("SELECT min(at) FROM audit_events WHERE event = 'running'")).scalar_one()
 
 
-def cpu_seconds(pid: int) -> float:
-    """User+system CPU of a process and its children (the prefork pool), from /proc."""
-    total = 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    pids = [pid] + [
-        int(p)
-        for p in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
-    ]
-    for p in pids:
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-        except (OSError, IndexError):
-            pass
-    return total
-
-
-def wait_first_running(repo, timeout: float = 60) -> None:
+def wait_first_running(repo: Any, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while first_running(repo) is None:
         if time.monotonic() > deadline:
-            raise TimeoutError("the worker did not start any gate")
+            raise TimeoutError("the ready worker started no gate")
         time.sleep(0.005)
 
 
-def run(env: dict[str, str], workers: int, batch: int, n: int, alone: int, tmp: Path) -> dict[str, float]:
-    from celery import Celery
+def throughput(
+    svc: Services, rt: Any, send: Callable[..., None], workers: int, batch: int, n: int
+) -> tuple[dict[str, Any], WorkerProcess]:
+    """Submit ``n`` gates in batches of ``batch``, then start a worker and time it; returns the
+    row and the still-running worker."""
+    from worker.pipeline.intake import submit_many
 
-    from worker.pipeline.intake import submit_artifact, submit_many
-    from worker.pipeline.runtime import build_runtime
-    from worker.settings import Settings
-
-    os.environ.update(env)
-    reset(env)
-    settings = Settings()
-    rt = build_runtime(settings, role="bench")
-    app = Celery(broker=env["CANARY_BROKER_URL"])
-    with app.producer_or_acquire() as producer:
-
-        def enqueue(gate_ids: str | list[str]) -> None:
-            app.send_task("canary.precheck", (gate_ids,), producer=producer, queue=settings.task_queue)
-
-        t0 = time.perf_counter()
-        items = ((f"bench-{i}", f"bench artifact {i}".encode()) for i in range(n))
-        ids = [s.gates[0].id for s in submit_many(rt, items, [POLICY], enqueue, batch_size=batch)]
-        intake_s = time.perf_counter() - t0
-
-        log = tmp / f"worker-{workers}-{batch}.log"
-        proc = start_worker(env, workers, log)
-        try:
-            wait_first_running(rt.repo)
-            cpu0 = cpu_seconds(proc.pid)
-            wait_all(rt.repo, ids)
-            cpu1 = cpu_seconds(proc.pid)
-            gates = rt.repo.get_many(ids).values()
-            first = first_running(rt.repo)
-            last = max(g.decided_at for g in gates)
-            wall = (last - first).total_seconds()
-            statuses = {g.status for g in gates}
-
-            latencies, overheads = [], []
-            for i in range(alone):
-                gid = (
-                    submit_artifact(rt, f"alone {workers} {batch} {i}".encode(), [POLICY], enqueue)
-                    .gates[0]
-                    .id
-                )
-                wait_all(rt.repo, [gid], timeout=30)
-                g = rt.repo.get(gid)
-                latency = (g.decided_at - g.created_at).total_seconds() * 1000
-                timings = json.loads(g.report or "{}").get("timings", {})
-                own = float(timings.get("precheck_ms", 0.0)) + float(timings.get("detectors_ms", 0.0))
-                latencies.append(latency)
-                overheads.append(latency - own)
-                time.sleep(0.01)
-        finally:
-            os.killpg(proc.pid, 15)
-            proc.wait(timeout=30)
-    latencies.sort()
-    return {
+    svc.truncate()
+    t0 = time.perf_counter()
+    items = ((f"bench-{i}", f"bench artifact {workers} {batch} {i}".encode()) for i in range(n))
+    ids = [s.gates[0].id for s in submit_many(rt, items, [TRIVIAL_POLICY], send, batch_size=batch)]
+    intake_s = time.perf_counter() - t0
+    worker = canary_worker(svc.env, workers, svc.tmp / f"worker-{workers}-{batch}.log")
+    ready_s = worker.wait_ready()
+    wait_first_running(rt.repo)
+    cpu0 = cpu_seconds(worker.pid)
+    wait_gates(rt.repo, ids)
+    cpu1 = cpu_seconds(worker.pid)
+    gates = rt.repo.get_many(ids).values()
+    wall = (max(g.decided_at for g in gates) - first_running(rt.repo)).total_seconds()
+    row = {
         "workers": workers,
         "batch": batch,
-        "gates": n,
         "gates_per_s": n / wall,
         "intake_per_s": n / intake_s,
         "cpu_ms_per_gate": (cpu1 - cpu0) * 1000 / n,
-        "alone_p50_ms": statistics.median(latencies),
-        "alone_p95_ms": latencies[int(0.95 * (len(latencies) - 1))],
-        "overhead_p50_ms": statistics.median(overheads),
-        "statuses": ",".join(sorted(statuses)),
+        "ready_s": ready_s,
+        "decisions": ",".join(sorted({g.status for g in gates})),
+    }
+    return row, worker
+
+
+def lone_gate(rt: Any, send: Callable[..., None], index: int) -> tuple[float, float]:
+    """(latency ms, overhead ms) of one gate submitted alone into an idle worker."""
+    from worker.pipeline.intake import submit_artifact
+
+    gid = (
+        submit_artifact(rt, f"alone {index} {uuid.uuid4().hex}".encode(), [TRIVIAL_POLICY], send).gates[0].id
+    )
+    wait_gates(rt.repo, [gid], timeout=120)
+    gate = rt.repo.get(gid)
+    latency = (gate.decided_at - gate.created_at).total_seconds() * 1000
+    timings = json.loads(gate.report or "{}").get("timings", {})
+    own = float(timings.get("precheck_ms", 0.0)) + float(timings.get("detectors_ms", 0.0))
+    return latency, latency - own
+
+
+class Floor:
+    """The bare chord: a ``celery_floor`` worker on its own queue, sampled from this process."""
+
+    def __init__(self, svc: Services, workers: int) -> None:
+        self.queue = f"{svc.env['CANARY_TASK_QUEUE']}.floor"
+        env = {**svc.env, "CANARY_TASK_QUEUE": self.queue}
+        argv = [sys.executable, "-m", "celery", "-A", "benchmarks.celery_floor", "worker", "--pool=prefork"]
+        argv += [f"--concurrency={workers}", "--loglevel=WARNING", "-Q", self.queue]
+        self.worker = WorkerProcess(argv, env, svc.tmp / f"floor-{workers}.log")
+        self.worker.wait_ready()
+        import celery_floor
+        import redis
+
+        self.tasks = celery_floor
+        self.stamps = redis.Redis.from_url(svc.env["CANARY_RESULT_BACKEND"])
+
+    def _time(self, send: Callable[[str], Any]) -> float:
+        key = f"floor:{uuid.uuid4().hex}"
+        started = time.time()
+        send(key)
+        return (float(self._stamp(key, 120)) - started) * 1000
+
+    def _stamp(self, key: str, timeout: float) -> bytes:
+        """The next stamp pushed to ``key``; short BLPOPs, as redis-py's socket timeout is 5 s."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = self.stamps.blpop([key], timeout=2)
+            if got is not None:
+                return bytes(got[1])
+        raise TimeoutError(f"the floor worker did not answer in {timeout:.0f} s: {self.worker.tail()}")
+
+    def chord_ms(self) -> float:
+        """send -> callback ran of one empty 1 + 3 + 1 chord."""
+        return self._time(lambda key: self.tasks.start.apply_async((key,), queue=self.queue))
+
+    def task_ms(self) -> float:
+        """send -> ran of one empty task."""
+        return self._time(lambda key: self.tasks.done.apply_async(([],), {"key": key}, queue=self.queue))
+
+    def cpu_ms_per_chord(self, chords: int) -> float:
+        key = f"floor:{uuid.uuid4().hex}"
+        cpu0 = cpu_seconds(self.worker.pid)
+        with self.tasks.app.producer_or_acquire() as producer:
+            for _ in range(chords):
+                self.tasks.start.apply_async((key,), queue=self.queue, producer=producer)
+        for _ in range(chords):
+            self._stamp(key, 300)
+        return (cpu_seconds(self.worker.pid) - cpu0) * 1000 / chords
+
+    def stop(self) -> None:
+        self.tasks.app.close()
+        self.worker.stop()
+
+
+def lone_series(rt: Any, send: Callable[..., None], floor: Floor, alone: int) -> dict[str, float]:
+    """Lone gates and empty chords in turn; medians and p95s of each."""
+    gate_ms, overhead_ms, chord_ms, task_ms = [], [], [], []
+    for i in range(alone + WARM_UP):
+        latency, overhead = lone_gate(rt, send, i)
+        chord, task = floor.chord_ms(), floor.task_ms()
+        if i >= WARM_UP:
+            gate_ms.append(latency)
+            overhead_ms.append(overhead)
+            chord_ms.append(chord)
+            task_ms.append(task)
+        time.sleep(0.01)
+    return {
+        "gate_p50": statistics.median(gate_ms),
+        "gate_p95": percentile(gate_ms, 0.95),
+        "overhead_p50": statistics.median(overhead_ms),
+        "floor_p50": statistics.median(chord_ms),
+        "floor_p95": percentile(chord_ms, 0.95),
+        "task_p50": statistics.median(task_ms),
     }
 
 
-def floor(
-    env: dict[str, str], workers: int, samples: int, chords: int, tmp: Path
-) -> tuple[float, float, float, float]:
-    """p50/p95 ms of an empty 1 + 3 + 1 chord on a worker of the bare floor app, one at a time,
-    the worker's CPU ms per chord over ``chords`` chords sent at once, and the p50 ms of one
-    empty task (send -> ran): the least any layout with a Celery task in it could take."""
-    import uuid
-
-    import redis
-
-    os.environ.update(env)
-    reset(env)
-    log = (tmp / f"floor-{workers}.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "tests.benchmarks.celery_floor",
-            "worker",
-            "--pool=prefork",
-            f"--concurrency={workers}",
-            "--loglevel=WARNING",
-            "--without-mingle",
-            "--without-gossip",
-            "-Q",
-            env["CANARY_TASK_QUEUE"],
-        ],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+def run_workers(
+    svc: Services, rt: Any, send: Callable[..., None], workers: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    floor = Floor(svc, workers)
+    rows, lone = [], None
     try:
-        from tests.benchmarks.celery_floor import app, done, start
-
-        stamps = redis.Redis.from_url(env["CANARY_RESULT_BACKEND"])
-
-        def sample(send: Any) -> list[float]:
-            out = []
-            for i in range(samples + 5):
-                key = f"floor:{uuid.uuid4().hex}"
-                t0 = time.time()
-                send(key)
-                got = stamps.blpop([key], timeout=60)
-                if got is None:
-                    raise TimeoutError("the floor worker did not answer")
-                if i >= 5:  # the first few warm the worker up
-                    out.append((float(got[1]) - t0) * 1000)
-                time.sleep(0.01)
-            return sorted(out)
-
-        queue = env["CANARY_TASK_QUEUE"]
-        latencies = sample(lambda key: start.apply_async((key,), queue=queue))
-        single = sample(lambda key: done.apply_async(([],), {"key": key}, queue=queue))
-        key = f"floor:{uuid.uuid4().hex}"
-        cpu0 = cpu_seconds(proc.pid)
-        with app.producer_or_acquire() as producer:
-            for _ in range(chords):
-                start.apply_async((key,), queue=env["CANARY_TASK_QUEUE"], producer=producer)
-        for _ in range(chords):
-            if stamps.blpop([key], timeout=120) is None:
-                raise TimeoutError("the floor worker did not finish")
-        cpu_ms = (cpu_seconds(proc.pid) - cpu0) * 1000 / chords
-        app.close()
+        for batch in args.batch:
+            row, worker = throughput(svc, rt, send, workers, batch, args.gates)
+            try:
+                if lone is None:
+                    lone = lone_series(rt, send, floor, args.alone)
+            finally:
+                worker.stop()
+            rows.append(row)
+            print(
+                f"{workers:>7}  {batch:>5}  {row['gates_per_s']:7.1f}  {row['intake_per_s']:8.1f}  "
+                f"{row['cpu_ms_per_gate']:18.2f}  {row['ready_s']:7.1f}  {row['decisions']}",
+                flush=True,
+            )
+        floor_cpu = floor.cpu_ms_per_chord(args.gates)
     finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(timeout=30)
-        log.close()
-    p95 = latencies[int(0.95 * (len(latencies) - 1))]
-    return statistics.median(latencies), p95, cpu_ms, statistics.median(single)
+        floor.stop()
+    return {"workers": workers, "rows": rows, "lone": lone, "floor_cpu": floor_cpu}
+
+
+def report(results: list[dict[str, Any]]) -> None:
+    print(
+        "\nworkers  gate-p50  gate-p95  overhead-p50  floor-p50  floor-p95  ours-p50  one-task-p50"
+        "  gate-cpu  floor-cpu  ours-cpu   (ms; floor = empty 1+3+1 chord, same settings)"
+    )
+    for r in results:
+        lone = r["lone"]
+        batch1 = [row for row in r["rows"] if row["batch"] == 1]
+        gate_cpu = batch1[0]["cpu_ms_per_gate"] if batch1 else float("nan")
+        print(
+            f"{r['workers']:>7}  {lone['gate_p50']:8.2f}  {lone['gate_p95']:8.2f}  {lone['overhead_p50']:12.2f}  "
+            f"{lone['floor_p50']:9.2f}  {lone['floor_p95']:9.2f}  {lone['overhead_p50'] - lone['floor_p50']:8.2f}  "
+            f"{lone['task_p50']:12.2f}  {gate_cpu:8.2f}  {r['floor_cpu']:9.2f}  {gate_cpu - r['floor_cpu']:8.2f}"
+        )
+    print()
+    for r in results:
+        lone = r["lone"]
+        ours = lone["overhead_p50"] - lone["floor_p50"]
+        target(
+            f"the project's own share of a lone gate, p50, {r['workers']} worker process(es)",
+            ours,
+            "ms",
+            at_most=OURS_P50_MS,
+        )
+    for r in results:
+        best = max(r["rows"], key=lambda row: row["gates_per_s"])
+        if best["batch"] > 1:
+            what = f"batched gates/s, batch {best['batch']}, {r['workers']} worker process(es)"
+            target(what, best["gates_per_s"], "gates/s", at_least=BATCHED_PER_S)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--gates", type=int, default=1000)
-    parser.add_argument("--alone", type=int, default=100, help="gates submitted one at a time for latency")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser = arguments(__doc__)
+    parser.add_argument("--gates", type=int, default=1000, help="gates queued per throughput run")
     parser.add_argument(
-        "--batch", type=int, nargs="+", default=[1, 32], help="gates per pre-check message at intake"
+        "--alone", type=int, default=100, help="lone gates (and empty chords) per worker count"
     )
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--batch", type=int, nargs="+", default=[1, 32], help="gates per pre-check message")
     parser.add_argument(
         "--s3", action="store_true", help="object store on a moto S3 server instead of a folder"
     )
-    parser.add_argument(
-        "--no-floor",
-        action="store_true",
-        help="skip timing the empty 1+3+1 Celery chord (Celery's own share)",
-    )
     args = parser.parse_args()
 
-    db = os.environ.get("CANARY_BENCH_DATABASE_URL", database_url().rsplit("/", 1)[0] + "/canary_bench")
-    tmp, env = bench_env("bench", db, redis_dbs=(11, 12))
+    svc = services("bench")
     moto = None
     if args.s3:
         port = free_port()
         moto = start_moto_server(port)
-        env.update(
+        svc.env.update(
             {
                 "CANARY_OBJECT_STORE": "s3",
                 "CANARY_S3_ENDPOINT_URL": f"http://127.0.0.1:{port}",
@@ -355,46 +288,35 @@ def main() -> None:
                 "AWS_DEFAULT_REGION": "us-east-1",
             }
         )
+    from celery import Celery
+
+    from worker.pipeline.runtime import build_runtime
+    from worker.settings import Settings
+
+    os.environ.update(svc.env)
+    svc.flush()
+    settings = Settings()
+    rt = build_runtime(settings, role="bench")
+    app = Celery(broker=svc.env["CANARY_BROKER_URL"])
+    store = "S3 (moto server)" if args.s3 else "local folder"
+    print(f"# Redis broker+backend, Postgres rows, object store: {store}; trivial static detectors")
+    print(machine_line())
+    print(
+        f"# {args.gates} gates queued per throughput run, {args.alone} lone gates per worker count; repo {ROOT}"
+    )
+    print("workers  batch  gates/s  intake/s  worker-cpu-ms/gate  ready-s  decisions")
     try:
-        store = "S3 (moto server)" if args.s3 else "local folder"
-        print(f"# Redis broker+backend, Postgres rows, object store: {store}; trivial static detectors")
-        print(
-            f"# machine: {os.cpu_count()} cores; {args.gates} gates saturated, {args.alone} submitted alone"
-        )
-        print(f"# load average before: {os.getloadavg()[0]:.2f} (other processes share these cores)")
-        print(
-            "workers  batch  gates/s  intake/s  worker-cpu-ms/gate  alone-p50-ms  alone-p95-ms  "
-            "overhead-p50-ms  decisions"
-        )
-        results = []
-        for w in args.workers:
-            for b in args.batch:
-                r = run(env, w, b, args.gates, args.alone, tmp)
-                results.append(r)
-                print(
-                    f"{r['workers']:>7}  {r['batch']:>5}  {r['gates_per_s']:7.1f}  {r['intake_per_s']:8.1f}  "
-                    f"{r['cpu_ms_per_gate']:18.2f}  {r['alone_p50_ms']:12.2f}  {r['alone_p95_ms']:12.2f}  "
-                    f"{r['overhead_p50_ms']:15.2f}  {r['statuses']}",
-                    flush=True,
-                )
-        if not args.no_floor:
-            print(
-                "workers  celery-floor-p50-ms  celery-floor-p95-ms  floor-cpu-ms/chord  ours-p50-ms  ours-cpu-ms"
-                "  one-task-p50-ms   (empty 1+3+1 chord, same settings; ours = batch-1 gate minus floor;"
-                " one task = a single empty task)"
-            )
-            for w in args.workers:
-                p50, p95, cpu, one = floor(env, w, args.alone, args.gates, tmp)
-                mine = [r for r in results if r["workers"] == w and r["batch"] == 1]
-                ours_p50 = f"{mine[0]['overhead_p50_ms'] - p50:11.2f}" if mine else f"{'-':>11}"
-                ours_cpu = f"{mine[0]['cpu_ms_per_gate'] - cpu:11.2f}" if mine else f"{'-':>11}"
-                print(
-                    f"{w:>7}  {p50:19.2f}  {p95:19.2f}  {cpu:18.2f}  {ours_p50}  {ours_cpu}  {one:15.2f}",
-                    flush=True,
-                )
-        print(f"# load average after: {os.getloadavg()[0]:.2f}")
-        reset(env)
+        with app.producer_or_acquire() as producer:
+
+            def send(gate_ids: str | list[str]) -> None:
+                app.send_task("canary.precheck", (gate_ids,), producer=producer, queue=settings.task_queue)
+
+            results = [run_workers(svc, rt, send, w, args) for w in args.workers]
+        report(results)
+        print(f"# load average after: {load_average()}")
     finally:
+        svc.flush()
+        rt.repo.engine.dispose()
         if moto is not None:
             stop_process(moto)
 

@@ -12,7 +12,8 @@ last bytes, so every run must scan to the end. Throughput is MB per CPU-second
 throughput look as if it fell with size). Each size runs in a fresh subprocess, so
 its peak RSS (``resource.getrusage``) is its own: the working set above the
 input should stay flat as the input grows, because the engine scans in fixed
-windows with overlap.
+windows with overlap. TARGET lines: >= 50 MB per CPU-second at every size, and working memory
+at the largest size within 16 MB of the smallest's (flat).
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ import resource
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import arguments, machine_line, target
 
 MB = 1 << 20
+MB_PER_CPU_S = 50.0
+FLAT_WITHIN_MB = 16.0
 PROSE = (
     "The quarterly report is attached. Revenue grew 4% while costs stayed flat; please review the\n"
     "figures before Thursday's meeting with the finance team, and flag anything that looks off.\n"
@@ -123,9 +124,7 @@ def run_one(size_mb: int, repeat: int, dense: bool) -> dict[str, float | str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--sizes", nargs="+", type=int, default=[1, 10, 50, 100])
     parser.add_argument("--repeat", type=int, default=0, help="runs per size (default: 5 for 1 MB, else 3)")
     parser.add_argument("--dense", action="store_true", help="worst case: every feature in every kilobyte")
@@ -135,19 +134,34 @@ def main() -> None:
         print(json.dumps(run_one(args.child, args.repeat or (5 if args.child == 1 else 3), args.dense)))
         return
     kind = "dense worst-case" if args.dense else "mixed"
+    print(machine_line())
     print(f"pre-check over {kind} text, one process per size (MB/s = MB per CPU-second)")
     print(
         f"{'size':>6} {'MB/s':>7} {'cpu s':>7} {'wall s':>7} {'peak RSS MB':>12} {'RSS-input MB':>13} {'working MB':>11}"
     )
+    rows = {}
     for size in args.sizes:
         command = [sys.executable, __file__, "--child", str(size), "--repeat", str(args.repeat)]
         command += ["--dense"] if args.dense else []
-        row = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+        row = rows[size] = json.loads(
+            subprocess.run(command, check=True, capture_output=True, text=True).stdout
+        )
         print(
             f"{size:>4}MB {row['mb_per_cpu_s']:>7.1f} {row['cpu_s']:>7.2f} {row['wall_s']:>7.2f} "
             f"{row['peak_rss_mb']:>12.1f} {row['peak_rss_mb'] - row['input_mb']:>13.1f} {row['working_mb']:>11.1f}"
         )
     print(f"engine: {row['engine']}")
+    for size, row in rows.items():
+        target(
+            f"pre-check on {size} MB of {kind} text",
+            row["mb_per_cpu_s"],
+            "MB/s per core",
+            at_least=MB_PER_CPU_S,
+        )
+    if len(rows) > 1:
+        small, large = rows[min(rows)], rows[max(rows)]
+        grown = large["working_mb"] - small["working_mb"]
+        target(f"working memory growth, {min(rows)} -> {max(rows)} MB", grown, "MB", at_most=FLAT_WITHIN_MB)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,10 @@ totals per set. The snippets are never executed. Artifact text is not printed.
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import harness  # noqa: F401  (puts the repository on sys.path)
+
 os.environ.setdefault("CANARY_DATA_DIR", tempfile.mkdtemp(prefix="canary-probes-"))
 
 from worker.api import scan  # noqa: E402

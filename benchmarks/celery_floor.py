@@ -4,10 +4,11 @@ A ``floor.start`` task fans out a chord of three ``floor.vote`` tasks whose call
 ``floor.done`` stamps the time in Redis: 1 + 3 + 1 task executions, like a lone gate's
 pre-check, detectors and decide. It runs on an app built by ``worker.tasks.app.create_app`` (so with
 the project's Celery settings: acks_late, prefetch 1, time limits, Redis result backend,
-JSON) in a real prefork worker. ``bench_gates.py`` reports its p50/p95 next to the
-gate's, so what the gate adds on top of Celery is visible.
+JSON) in a real prefork worker, on its own queue (``CANARY_TASK_QUEUE``: the chord's votes and
+callback go to the app's default queue). ``bench_gates.py`` starts it, waits until it answers a
+ping, and samples it in turn with lone gates, so what the gate adds on top of Celery is visible.
 
-    celery -A tests.benchmarks.celery_floor worker --pool=prefork --concurrency=1 -Q <queue>
+    CANARY_TASK_QUEUE=floor celery -A benchmarks.celery_floor worker --pool=prefork -Q floor
 """
 
 from __future__ import annotations

@@ -12,13 +12,12 @@ detector 2.8 GB.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from harness import ROOT, arguments
+
 KINDS = ("precheck", "rules", "lexical", "semantic")
 
 CHILD = r"""
@@ -63,9 +62,7 @@ def measure(kind: str, megabytes: float, policy: str) -> dict[str, float | str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--size", type=float, action="append", help="artifact size in MB (repeatable)")
     parser.add_argument("--policy", default="malicious-package")
     parser.add_argument("--kind", action="append", choices=KINDS, help="default: all")

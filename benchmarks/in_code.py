@@ -14,22 +14,15 @@ real code). Nothing is trained or tuned here.
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import random
-import sys
 import tempfile
 from pathlib import Path
 
 import yaml
-from mail_headers import evaluate
+from harness import arguments, datasets_dir, evaluate, read_records, split_path, write_records
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from policies.loader import load_policy  # noqa: E402
-from worker.training.data import default_datasets_dir, load_corpus, planted  # noqa: E402
+from policies.loader import load_policy
+from worker.training.data import load_corpus, planted
 
 POLICY = "prompt-injection"
 SYNTAXES = (("+# ", "pkg/util.py"), ("+// ", "src/util.js"))
@@ -55,17 +48,8 @@ def raw_only_policy(folder: Path) -> Path:
     return path
 
 
-def write(path: Path, records: list[dict[str, object]]) -> Path:
-    with gzip.open(path, "wt", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record) + "\n")
-    return path
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("file", nargs="?")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -73,27 +57,25 @@ def main() -> None:
     )
     parser.add_argument("--negatives", action="store_true", help="also gate train's harmless release diffs")
     args = parser.parse_args()
-    datasets = default_datasets_dir()
-    source = Path(args.file) if args.file else datasets / POLICY / "dev.jsonl.gz"
-    code_corpus = load_corpus(datasets, "malicious-package", "train")
+    source = Path(args.file) if args.file else split_path(POLICY, "dev")
+    code_corpus = load_corpus(datasets_dir(), "malicious-package", "train")
     code = [
         t.encode("utf-8") for t, label in zip(code_corpus.texts, code_corpus.labels, strict=True) if not label
     ]
     rng = random.Random(args.seed)
-    with gzip.open(source, "rt", encoding="utf-8") as lines:
-        records = [json.loads(line) for line in lines]
+    records = list(read_records(source))
     for record in records:
         record["text"] = as_comments(record["text"], rng, code, args.context)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        inputs = {"dev records as code comments": write(folder / "in-code.jsonl.gz", records)}
+        inputs = {"dev records as code comments": write_records(folder / "in-code.jsonl.gz", records)}
         if args.negatives:
             negatives = [
                 {"id": i, "text": t, "label": "harmless", "source": "release-diff"}
                 for t, label, i in zip(code_corpus.texts, code_corpus.labels, code_corpus.ids, strict=True)
                 if not label
             ]
-            inputs["train harmless release diffs"] = write(folder / "negatives.jsonl.gz", negatives)
+            inputs["train harmless release diffs"] = write_records(folder / "negatives.jsonl.gz", negatives)
         policies = {
             "raw windows + prose view (shipped)": POLICY,
             "raw windows only": str(raw_only_policy(folder)),

@@ -16,16 +16,13 @@ no names, domains or subjects with this one).
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import random
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from harness import SHIPPED_SETUPS as SETUPS
+from harness import arguments, evaluate, read_records, split_path, write_records
+
 NAMES = ("Dana Reyes", "Li Wei", "Amara Okafor", "Jonas Berg", "Priya Nair", "Sam Carter", "Elena Rossi")
 # Ordinary mail domains. The reserved example.* names (RFC 2606) are what attack corpora use for
 # an attacker's address: "example.com" is in 55 harmful prompt-injection train texts and 1 harmless
@@ -33,7 +30,6 @@ NAMES = ("Dana Reyes", "Li Wei", "Amara Okafor", "Jonas Berg", "Priya Nair", "Sa
 DOMAINS = ("gmail.com", "outlook.com", "acme-corp.com", "fastmail.fm", "uni-heidelberg.de", "northwind.io")
 RESERVED_DOMAINS = ("example.com", "example.org", "mail.example.net", "corp.example", "example.co.uk")
 SUBJECTS = ("Re: follow-up", "Weekly update", "Question", "Fwd: notes", "Your request", "Re: meeting")
-SETUPS = ("rules,lexical,semantic", "rules", "lexical", "semantic")
 
 
 def headers(rng: random.Random, domains: tuple[str, ...] = DOMAINS) -> str:
@@ -57,18 +53,8 @@ def headers(rng: random.Random, domains: tuple[str, ...] = DOMAINS) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def evaluate(path: Path, policy: str, setups: tuple[str, ...] = SETUPS) -> list[dict[str, object]]:
-    args = [sys.executable, "-m", "worker", "eval", "--policy", policy, "--json"]
-    for setup in setups:
-        args += ["-d", setup]
-    done = subprocess.run([*args, str(path)], capture_output=True, text=True, cwd=ROOT, check=True)
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]  # one per setup
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("file", nargs="?")
     parser.add_argument("--policy", default="prompt-injection")
     parser.add_argument("--seed", type=int, default=0)
@@ -78,18 +64,14 @@ def main() -> None:
         help="addresses at example.com & co. instead of ordinary domains",
     )
     args = parser.parse_args()
-    source = Path(args.file or ROOT.parent / "shared" / "datasets" / args.policy / "dev.jsonl.gz")
+    source = Path(args.file) if args.file else split_path(args.policy, "dev")
     rng = random.Random(args.seed)
+    domains = RESERVED_DOMAINS if args.reserved_domains else DOMAINS
     with tempfile.TemporaryDirectory() as tmp:
-        wrapped = Path(tmp) / "with-headers.jsonl"
-        opener = gzip.open if source.suffix == ".gz" else open
-        with opener(source, "rt", encoding="utf-8") as inp, wrapped.open("w", encoding="utf-8") as out:
-            for line in inp:
-                record = json.loads(line)
-                record["text"] = (
-                    headers(rng, RESERVED_DOMAINS if args.reserved_domains else DOMAINS) + record["text"]
-                )
-                out.write(json.dumps(record) + "\n")
+        wrapped = write_records(
+            Path(tmp) / "with-headers.jsonl",
+            [{**r, "text": headers(rng, domains) + r["text"]} for r in read_records(source)],
+        )
         results = {"bare": evaluate(source, args.policy), "headers": evaluate(wrapped, args.policy)}
     print(f"# {source} under {args.policy}: bare texts vs the same texts behind e-mail headers")
     print(f"{'setup':24s} {'input':8s} {'n':>5s} {'FN':>4s} {'FP':>4s} {'FNR':>7s} {'FPR':>7s}")

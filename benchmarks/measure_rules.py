@@ -11,29 +11,14 @@ up to N false positives and false negatives. Artifact text is never printed.
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
-import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import arguments, read_records, split_path
 
-from policies.loader import load_policy  # noqa: E402
-from worker.core.precheck import scan_policy  # noqa: E402
-from worker.detectors.local.rules import DEFAULT_RATIO  # noqa: E402
-
-DATASETS = Path("/work/shared/datasets")
-
-
-def records(policy: str, split: str) -> Iterator[dict[str, str]]:
-    with gzip.open(DATASETS / policy / f"{split}.jsonl.gz", "rt", encoding="utf-8") as lines:
-        for line in lines:
-            yield json.loads(line)
+from policies.loader import load_policy
+from worker.core.precheck import scan_policy
+from worker.detectors.local.rules import DEFAULT_RATIO
 
 
 def rate(part: int, whole: int) -> str:
@@ -47,7 +32,7 @@ def measure(policy_id: str, split: str, show_rules: bool, misses: int) -> None:
     wrong: dict[str, list[str]] = {"pre FP": [], "pre FN": [], "det FP": [], "det FN": []}
     hits: dict[str, Counter[str]] = {"harmful": Counter(), "harmless": Counter()}
     started, size = time.perf_counter(), 0
-    for record in records(policy_id, split):
+    for record in read_records(split_path(policy_id, split)):
         data = record["text"].encode("utf-8")
         size += len(data)
         scan = scan_policy(data, policy)
@@ -78,9 +63,7 @@ def measure(policy_id: str, split: str, show_rules: bool, misses: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--split", nargs="+", default=["train", "dev"], choices=["train", "dev"])
     parser.add_argument("--policy", nargs="+", default=["prompt-injection", "malicious-package"])
     parser.add_argument("--rules", action="store_true", help="per-rule hit counts")

@@ -16,7 +16,6 @@ package registries; diffs are cached in ``--cache``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import statistics
@@ -27,11 +26,10 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import arguments  # also puts the repository on sys.path
 
-from producers.files import expand_paths  # noqa: E402
-from worker.core.models import Report  # noqa: E402
+from producers.files import expand_paths
+from worker.core.models import Report
 
 DEFAULT_LIST = Path(__file__).parent / "releases" / "popular-releases.txt"
 
@@ -62,9 +60,7 @@ def cached_diffs(specs: list[str], cache: Path) -> list[tuple[str, bytes]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--list", default=str(DEFAULT_LIST))
     parser.add_argument("--policy", action="append")
     parser.add_argument("--cache", default=str(Path.home() / ".cache" / "canary-releases"))

@@ -12,14 +12,11 @@ injection need not be one. Nothing is trained or tuned here.
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import re
 import tempfile
 from pathlib import Path
 
-from mail_headers import ROOT, SETUPS, evaluate
+from harness import SHIPPED_SETUPS, arguments, evaluate, read_records, split_path, write_records
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -31,30 +28,23 @@ def sentences(text: str) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("file", nargs="?")
     parser.add_argument("--policy", default="prompt-injection")
     args = parser.parse_args()
-    source = Path(args.file or ROOT.parent / "shared" / "datasets" / args.policy / "dev.jsonl.gz")
-    opener = gzip.open if source.suffix == ".gz" else open
+    source = Path(args.file) if args.file else split_path(args.policy, "dev")
+    harmless = [r for r in read_records(source) if r["label"] == "harmless"]
+    pieces = [
+        {**record, "id": f"{record['id']}~{index}", "text": sentence}
+        for record in harmless
+        for index, sentence in enumerate(sentences(record["text"]))
+    ]
+    records = len(harmless)
     with tempfile.TemporaryDirectory() as tmp:
-        short = Path(tmp) / "sentences.jsonl"
-        records = 0
-        with opener(source, "rt", encoding="utf-8") as inp, short.open("w", encoding="utf-8") as out:
-            for line in inp:
-                record = json.loads(line)
-                if record["label"] != "harmless":
-                    continue
-                records += 1
-                for index, sentence in enumerate(sentences(record["text"])):
-                    piece = {**record, "id": f"{record['id']}~{index}", "text": sentence}
-                    out.write(json.dumps(piece) + "\n")
-        results = evaluate(short, args.policy)
+        results = evaluate(write_records(Path(tmp) / "sentences.jsonl", pieces), args.policy)
     print(f"# sentences of the {records} harmless records of {source} under {args.policy}")
     print(f"{'setup':24s} {'n':>5s} {'FP':>4s} {'FPR':>7s}")
-    for setup, summary in zip(SETUPS, results, strict=True):
+    for setup, summary in zip(SHIPPED_SETUPS, results, strict=True):
         print(f"{setup:24s} {summary['n']:5d} {summary['fp']:4d} {100 * summary['fpr']:6.1f}%")
 
 

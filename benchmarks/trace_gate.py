@@ -21,35 +21,58 @@ from __future__ import annotations
 import argparse
 import collections
 import functools
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import (
+    TRIVIAL_POLICY,
+    WorkerProcess,
+    arguments,
+    load_average,
+    services,
+    wait_gates,
+)
 
 TRACE_DIR_ENV = "CANARY_TRACE_DIR"
 
 
-def traced_worker() -> None:
+STEPS = (
+    "begin_many",
+    "precheck_step",
+    "fan_out",
+    "detect_many",
+    "decide_many",
+    "route_many",
+    "publish_submissions",
+    "judge",
+    "load_artifact",
+)
+REPO_CALLS = ("get_many", "finish_many", "start_many", "mark_published_many")
+
+
+def traced_worker(extra: list[str]) -> None:
     """Run ``canary worker --concurrency=1`` with the gate's steps timed into ``$CANARY_TRACE_DIR``."""
     from celery.signals import task_postrun, task_prerun
 
     import worker.adapters.db as db
-    import worker.pipeline.steps as gate
+    import worker.pipeline.routing as routing
+    import worker.pipeline.steps as steps
     import worker.tasks.gate as tasks
     from worker.cli import main
 
     out: list[str] = []
     folder = Path(os.environ[TRACE_DIR_ENV])
 
-    def timed(owner: Any, name: str) -> None:
-        func = getattr(owner, name)
+    def timed(owners: tuple[Any, ...], name: str) -> None:
+        """Wrap ``name`` in every owner that holds it (a step is imported by name into the tasks)."""
+        holders = [o for o in owners if hasattr(o, name)]
+        if not holders:
+            raise SystemExit(f"trace_gate: no step named {name} any more; update STEPS")
+        func = getattr(holders[0], name)
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -59,14 +82,14 @@ def traced_worker() -> None:
             finally:
                 out.append(f"{name} {t0:.6f} {time.time():.6f}\n")
 
-        setattr(owner, name, wrapper)
+        for owner in holders:
+            if getattr(owner, name) is func:
+                setattr(owner, name, wrapper)
 
-    for name in ("begin_many", "precheck_step", "fan_out", "detect_many", "decide_many"):
-        timed(tasks, name)
-    for name in ("route_many", "publish_submissions", "judge", "load_artifact"):
-        timed(gate, name)
-    for name in ("get_many", "finish_many", "start_many", "mark_published_many"):
-        timed(db.GateRepo, name)
+    for name in STEPS:
+        timed((steps, routing, tasks), name)
+    for name in REPO_CALLS:
+        timed((db.GateRepo,), name)
     starts: dict[str, float] = {}
 
     @task_prerun.connect(weak=False)
@@ -80,14 +103,7 @@ def traced_worker() -> None:
             fh.writelines(out)
         out.clear()
 
-    sys.argv = [
-        "canary",
-        "worker",
-        "--concurrency=1",
-        "--loglevel=WARNING",
-        "--without-mingle",
-        "--without-gossip",
-    ]
+    sys.argv = ["canary", "worker", "--concurrency=1", "--loglevel=WARNING", *extra]
     main()
 
 
@@ -112,66 +128,55 @@ def timelines(folder: Path, gates: list[tuple[float, float, float]]) -> dict[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--gates", type=int, default=150)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args, extra = parser.parse_known_args()
     if args.worker:
-        traced_worker()
+        traced_worker(extra)
         return
 
     from celery import Celery
-    from tests.benchmarks.bench_gates import POLICY, bench_env, reset, wait_all
 
-    from tests.integration.services import database_url
     from worker.pipeline.intake import submit_artifact
     from worker.pipeline.runtime import build_runtime
     from worker.settings import Settings
 
-    db = database_url().rsplit("/", 1)[0] + "/canary_trace"
-    tmp, env = bench_env("trace", db, redis_dbs=(13, 14))
-    env |= {
-        TRACE_DIR_ENV: str(tmp),
-    }
-    os.environ.update(env)
-    reset(env)
+    svc = services("trace")
+    svc.env[TRACE_DIR_ENV] = str(svc.tmp)
+    os.environ.update(svc.env)
+    svc.flush()
     rt = build_runtime(Settings(), role="bench")
-    app = Celery(broker=env["CANARY_BROKER_URL"])
-    print(f"# load average before: {os.getloadavg()[0]:.2f}")
-    log = (tmp / "worker.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--worker"],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    app = Celery(broker=svc.env["CANARY_BROKER_URL"])
+    print(f"# load average before: {load_average()}")
+    proc = WorkerProcess([sys.executable, __file__, "--worker"], svc.env, svc.tmp / "worker.log")
     gates: list[tuple[float, float, float]] = []
     latencies: list[float] = []
     try:
+        proc.wait_ready()
         with app.producer_or_acquire() as producer:
 
             def enqueue(gate_id: str) -> None:
-                app.send_task("canary.precheck", (gate_id,), producer=producer, queue="canary.trace")
+                app.send_task(
+                    "canary.precheck", (gate_id,), producer=producer, queue=svc.env["CANARY_TASK_QUEUE"]
+                )
 
             for i in range(args.gates + 5):
                 t_submit = time.time()
-                gid = submit_artifact(rt, f"trace {t_submit} {i}".encode(), [POLICY], enqueue).gates[0].id
-                wait_all(rt.repo, [gid], timeout=60)
+                gid = (
+                    submit_artifact(rt, f"trace {t_submit} {i}".encode(), [TRIVIAL_POLICY], enqueue)
+                    .gates[0]
+                    .id
+                )
+                wait_gates(rt.repo, [gid], timeout=120)
                 row = rt.repo.get(gid)
                 if i >= 5:  # the first few warm the worker up
                     gates.append((t_submit, row.created_at.timestamp(), row.decided_at.timestamp()))
-                    timings = json.loads(row.report or "{}").get("timings", {})
                     latencies.append((row.decided_at - row.created_at).total_seconds() * 1000)
-                    assert timings, "report without timings"
                 time.sleep(0.01)
     finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(timeout=30)
-        log.close()
+        proc.stop()
+    tmp = svc.tmp
     steps = timelines(tmp, gates)
     print(
         f"# {len(gates)} lone gates, latency (created -> decided) p50 {statistics.median(latencies):.2f} ms"
@@ -180,8 +185,8 @@ def main() -> None:
     for name, ms in sorted(steps.items(), key=lambda kv: -statistics.median(kv[1]) * len(kv[1])):
         if len(ms) >= len(gates) // 2:
             print(f"{statistics.median(ms):8.2f}  {len(ms):5d}  {name}")
-    print(f"# load average after: {os.getloadavg()[0]:.2f}")
-    reset(env)
+    print(f"# load average after: {load_average()}")
+    svc.flush()
 
 
 if __name__ == "__main__":

@@ -42,8 +42,14 @@ MODEL_FILES: dict[str, tuple[str, ...]] = {
 ABSENT = "absent"  # the digest of a model file that is not there (its detector votes unavailable)
 
 
-class PolicyError(Exception):
+class PolicyError(ConfigError):
     """A policy could not be found or does not validate."""
+
+
+def _load_yaml(raw: bytes) -> Any:
+    """``yaml.safe_load`` through libyaml when it is there (the same documents, ~10x less CPU: the
+    rule files took 0.3 CPU-s of every process start in pure Python)."""
+    return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
 
 
 def available_policies() -> list[str]:
@@ -131,7 +137,7 @@ def ruleset_source(name: str) -> RulesetSource:
 
 @lru_cache(maxsize=64)
 def _parsed_ruleset(name: str, raw: bytes, sha256: str) -> RulesetSource:
-    document: Any = yaml.safe_load(raw)
+    document: Any = _load_yaml(raw)
     return RulesetSource(name=name, sha256=sha256, document=document)
 
 
@@ -248,7 +254,7 @@ def model_sha256(path: str) -> str:
 @lru_cache(maxsize=64)
 def _validated(raw: bytes, filename: str) -> HarmPolicy:
     try:
-        return HarmPolicy.model_validate(yaml.safe_load(raw))
+        return HarmPolicy.model_validate(_load_yaml(raw))
     except (yaml.YAMLError, TypeError, ValueError) as exc:
         raise PolicyError(f"policy {filename} is invalid: {exc}") from exc
 

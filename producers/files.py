@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import mailbox
-import multiprocessing
-import os
 import sys
-import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 from pathlib import Path
 
 import httpx
@@ -24,10 +20,12 @@ from producers.registry import (
     fetch_archives,
     is_spec,
 )
+from producers.registry.pool import ReleasePool
 from producers.tables import Fields, RowError, Table, is_table
+from worker.core.errors import UsageError
 
 
-class InputError(Exception):
+class InputError(UsageError):
     """An input given on the command line cannot be read."""
 
 
@@ -148,64 +146,6 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
     return out
 
 
-class _Releases:
-    """Registry releases: downloaded in threads (the network, one keep-alive client), opened and
-    diffed in spawned processes (pure-Python CPU work that threads would serialise on one core).
-
-    A diff process that dies (killed, out of memory) breaks its pool: the pool is replaced and
-    each release it held is diffed once more; one whose diff dies twice is reported as not gated.
-    """
-
-    def __init__(
-        self,
-        downloads: int,
-        download: Callable[[httpx.Client, str], ReleaseArchives],
-        diff: Callable[[ReleaseArchives], ReleaseDiff],
-    ) -> None:
-        self.download, self.diff = download, diff
-        self.threads = ThreadPoolExecutor(max_workers=downloads, thread_name_prefix="canary-fetch")
-        self.client = httpx.Client(timeout=60.0, follow_redirects=True)
-        self.lock = threading.Lock()
-        self.processes: ProcessPoolExecutor | None = None
-        self.closed = False
-
-    def submit(self, spec: str) -> Future[ReleaseDiff]:
-        return self.threads.submit(self._release, spec)
-
-    def _release(self, spec: str) -> ReleaseDiff:
-        archives = self.download(self.client, spec)
-        for _ in range(2):
-            pool = self._pool()
-            try:
-                return pool.submit(self.diff, archives).result()
-            except BrokenProcessPool:
-                self._replace(pool)
-        raise RegistryError(f"{spec}: the diff process died twice; not gated")
-
-    def _pool(self) -> ProcessPoolExecutor:
-        with self.lock:
-            if self.closed:  # a download that finished after the batch was cut short: no new pool
-                raise RegistryError("fetching stopped")
-            if self.processes is None:
-                context = multiprocessing.get_context("spawn")  # no forked copy of the caller's state
-                self.processes = ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context)
-            return self.processes
-
-    def _replace(self, broken: ProcessPoolExecutor) -> None:
-        with self.lock:
-            if self.processes is broken:  # the first to see it replaces it, once
-                broken.shutdown(wait=False, cancel_futures=True)
-                self.processes = None
-
-    def close(self, wait: bool) -> None:
-        self.threads.shutdown(wait=wait, cancel_futures=True)
-        with self.lock:
-            self.closed = True
-            if self.processes is not None:
-                self.processes.shutdown(wait=wait, cancel_futures=True)
-        self.client.close()
-
-
 def _member(
     members: _Members, key: str, fields: Fields | None, errors: list[str] | None
 ) -> Iterator[tuple[str, bytes]]:
@@ -243,7 +183,7 @@ def read_inputs(
 ) -> Iterator[tuple[str, bytes]]:
     """Yield ``(source name, bytes)`` for each expanded input, in order.
 
-    Registry releases are fetched ``fetch_ahead`` at a time (see :class:`_Releases`: downloads
+    Registry releases are fetched ``fetch_ahead`` at a time (see :class:`producers.registry.pool.ReleasePool`: downloads
     in threads, unpacking and diffing in one process per core, started on first need), still
     yielded in input order. One that cannot be fetched, verified or opened raises
     :class:`InputError`, or, when ``errors`` is given, is recorded there and the batch goes on
@@ -254,13 +194,13 @@ def read_inputs(
     """
     names = iter(paths)
     ahead: deque[tuple[str, Future[ReleaseDiff] | None]] = deque()
-    releases: _Releases | None = None
+    releases: ReleasePool | None = None
     members: _Members | None = None  # the container being read (its members come in a row)
     try:
         while True:
             while len(ahead) < fetch_ahead and (name := next(names, None)) is not None:
                 if is_spec(name) and not Path(name).exists():
-                    releases = releases or _Releases(fetch_ahead, download, diff)
+                    releases = releases or ReleasePool(fetch_ahead, download, diff)
                     ahead.append((name, releases.submit(name)))
                 else:
                     ahead.append((name, None))

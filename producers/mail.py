@@ -26,11 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from worker.core.errors import CanaryError
+
 GATED_KEYWORD = "$CanaryGated"
 SCHEMES = ("imaps://", "mail:imaps://")
 
 
-class MailError(Exception):
+class MailError(CanaryError):
     """The mailbox cannot be read (address, password, TLS, login or folder)."""
 
 

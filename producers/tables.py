@@ -21,15 +21,17 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from worker.core.errors import UsageError
+
 FIELD_ROLES = ("content", "source")
 Fields = Mapping[str, Sequence[str]]
 
 
-class RowError(Exception):
+class RowError(UsageError):
     """One row of a table could not be read; the rest of the table still can."""
 
 
-class FieldError(ValueError):
+class FieldError(UsageError, ValueError):
     """A field mapping is malformed (a usage error)."""
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker.core.errors import ConfigError
@@ -40,7 +40,17 @@ class Settings(BaseSettings):
     visibility_timeout_s: float | None = None
     sweep_interval_s: float = Field(default=30.0, gt=0)
     result_expires_s: int = Field(default=86400, gt=0)
+    # Compiled Hyperscan databases, kept between processes (worker.adapters.compiled_cache):
+    # default $XDG_CACHE_HOME/canary (~/.cache/canary); CANARY_COMPILED_CACHE=false turns it off.
+    cache_dir: Path | None = None
+    compiled_cache: bool = True
     metrics_port: int = 0
+    # The exporter answers anyone who can reach it (no auth): loopback unless told otherwise.
+    metrics_addr: str = "127.0.0.1"
+    # Per-stage histograms and detector error counts (worker.adapters.stage_metrics), written by
+    # every process to files in this folder (default: $CANARY_DATA_DIR/metrics).
+    stage_metrics: bool = True
+    metrics_dir: Path | None = None
     preload: bool = True
     batch_size: int = Field(default=32, ge=1, le=1000)
     # Celery task events cost each task ~3 broker publishes (measured: ~15% of a lone gate's
@@ -48,6 +58,15 @@ class Settings(BaseSettings):
     # set true to have workers send them from start.
     task_events: bool = False
 
+    # Allowed messages carry an HMAC-SHA256 signature with this key (worker.core.signature); unset,
+    # a random key is kept in ``<data_dir>/signing.key`` (mode 0600) for one host's use.
+    signing_key: SecretStr | None = None
+    # The review app (worker.web.review): the key its session cookies are signed with (unset: a
+    # random key per process, sessions end on restart), the header a reverse proxy puts the
+    # signed-in reviewer's name in (unset: the app's own log-in), and the CLI's reviewer token.
+    review_secret: SecretStr | None = None
+    review_trusted_header: str | None = None
+    review_token: SecretStr | None = None
     # HTTP intake (``canary serve``, worker.web.intake): bearer tokens, comma-separated; with none
     # the server listens on loopback only. Bodies over ``max_request_bytes`` are refused (413).
     api_tokens: str = ""
@@ -60,6 +79,21 @@ class Settings(BaseSettings):
     mail_password_env: str = "CANARY_MAIL_PASSWORD"
     mail_ca_file: str | None = None
     mail_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    # pypi:/npm: inputs (producers.registry): a mirror; unset, pip's and npm's own configuration.
+    pypi_index_url: str | None = None
+    npm_registry: str | None = None
+    # Training only (worker.training): the labelled datasets, and the cache of fetched corpus texts.
+    datasets_dir: Path | None = None
+    corpus_cache: Path | None = None
+
+    @classmethod
+    def load(cls, **overrides: Any) -> Settings:
+        """The settings from the environment. The one home of settings errors: anything invalid is
+        a ``ConfigError`` (``invalid settings: ...``) that entry points turn into a clear refusal."""
+        try:
+            return cls(**overrides)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid settings: {exc.errors()[0]['msg']}") from None
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
@@ -70,6 +104,18 @@ class Settings(BaseSettings):
         if self.result_backend and not self.broker_url:
             raise ValueError("CANARY_RESULT_BACKEND needs CANARY_BROKER_URL")
         return self
+
+    @property
+    def compiled_cache_dir(self) -> Path | None:
+        """Where compiled rule databases are kept, or None when the cache is off."""
+        if not self.compiled_cache:
+            return None
+        if self.cache_dir is not None:
+            return self.cache_dir / "hyperscan"
+        import os
+
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(base) / "canary" / "hyperscan"
 
     @property
     def embedded(self) -> bool:

@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 from worker.core.detector import cast_vote, error_vote, parse_verdict, verdict_output
-from worker.core.errors import DetectorCompromised, DetectorError, DetectorTimeout
+from worker.core.errors import DetectorCompromisedError, DetectorError, DetectorTimeoutError
 from worker.core.models import Answer, Coverage, ErrorKind
 from worker.core.policy import Protocol
 
@@ -59,7 +59,9 @@ def test_error_vote_is_invalid_and_keeps_its_kind():
     assert not vote.valid and vote.error is ErrorKind.timeout
 
 
-@pytest.mark.parametrize("exc", [DetectorError("boom"), DetectorTimeout("slow"), DetectorCompromised("leak")])
+@pytest.mark.parametrize(
+    "exc", [DetectorError("boom"), DetectorTimeoutError("slow"), DetectorCompromisedError("leak")]
+)
 def test_detector_errors_survive_pickling(exc):
     """Celery pickles exceptions: kind and message survive the round trip."""
     back = pickle.loads(pickle.dumps(exc))

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from worker.core import literals
-from worker.core.decode import _GATES
 from worker.core.literals import LiteralSet
+from worker.core.payloads import _GATES
 
 LITERALS = (b"ase64", b"\\", b"[", b" 0110", b"=\n", b"uoted-printable")
 
@@ -28,8 +28,8 @@ def test_each_literal_present_is_reported_and_no_other(use_hyperscan):
 @needs_hyperscan
 @given(st.lists(st.sampled_from([*LITERALS, b"a", b"=", b"\n", b" 01", b"10", b"uoted"]), max_size=40))
 def test_one_pass_agrees_with_searching_each_literal(pieces):
-    """Literals cut across piece boundaries, at the ends, repeated: one pass finds exactly what
-    ``literal in data`` finds."""
+    """One Hyperscan pass finds exactly the literals ``literal in data`` finds."""
+    # Literals cut across piece boundaries, at the ends, repeated.
     data = b"".join(pieces)
     assert LiteralSet(LITERALS).present(data) == {lit for lit in LITERALS if lit in data}
 

@@ -63,9 +63,8 @@ SPLIT = (
 
 
 def test_an_edited_policy_takes_effect_without_a_restart(tmp_path):
-    """load_policy answers with the file as it is now: an edit (even one of the same size,
-    written at once) gives the new content and a new fingerprint; an unchanged file gives the
-    very same object, so caches keyed on it stay warm."""
+    """load_policy gives an edited file's new content and fingerprint; an unchanged file, the same object."""
+    # Even an edit of the same size written at once is seen; the same object keeps caches keyed on it warm.
     path = tmp_path / "edited.yaml"
     path.write_text(SPLIT.format(version="1", rulesets=""))
     first = load_policy(str(path))
@@ -77,9 +76,8 @@ def test_an_edited_policy_takes_effect_without_a_restart(tmp_path):
 
 
 def test_the_fingerprint_covers_the_rule_files_it_names(tmp_path, monkeypatch):
-    """Two policies with the same YAML but different rule files have different fingerprints,
-    and a policy loaded before its rules were edited still scans with the rules it was loaded
-    with (so a gate's recorded fingerprint always names the rules that judged it)."""
+    """Rule files change the fingerprint; a policy loaded before an edit scans with its own rules."""
+    # So a gate's recorded fingerprint always names the rules that judged it.
     from policies import loader
     from worker.core.precheck import run_precheck
 
@@ -101,8 +99,7 @@ def test_the_fingerprint_covers_the_rule_files_it_names(tmp_path, monkeypatch):
 
 
 def test_a_policy_naming_a_missing_rule_file_does_not_load(tmp_path):
-    """A ruleset the policy names but nobody can read is a PolicyError at load, not a gate
-    that runs with fewer rules."""
+    """A policy naming an unreadable ruleset is a PolicyError at load, not a gate with fewer rules."""
     from policies import PolicyError
 
     path = tmp_path / "edited.yaml"
@@ -112,8 +109,8 @@ def test_a_policy_naming_a_missing_rule_file_does_not_load(tmp_path):
 
 
 def test_the_precheck_runs_on_rules_handed_to_it_as_data():
-    """A policy carrying a rule file's parsed content is scanned with those rules, with no rule
-    file anywhere; a ruleset the policy was not loaded with is a ConfigError."""
+    """The pre-check scans with rules pinned on the policy as data; an unpinned ruleset is a ConfigError."""
+    # No rule file exists anywhere in this test.
     from worker.core.errors import ConfigError
     from worker.core.policy import RulesetSource
     from worker.core.precheck import run_precheck, scan_policy
@@ -129,8 +126,7 @@ def test_the_precheck_runs_on_rules_handed_to_it_as_data():
 
 
 def test_a_resolver_loads_each_policy_once_and_checks_its_fingerprint(tmp_path, monkeypatch):
-    """PolicyResolver looks at a policy's files once however often a task asks for it, and a
-    fingerprint other than the current one is a PolicyError naming both."""
+    """PolicyResolver loads a policy once per task and refuses a fingerprint other than the current one."""
     from policies import PolicyError, loader
 
     path = tmp_path / "edited.yaml"

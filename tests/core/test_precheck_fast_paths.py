@@ -21,8 +21,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import worker.core.decode as decode
 import worker.core.normalize as normalize
+import worker.core.payloads as payloads
 from policies.loader import load_policy, load_ruleset
 from worker.core.precheck import run_precheck, scan_rules
 from worker.core.ruleset import Matcher, Rule
@@ -75,7 +75,7 @@ def reference_long_runs(mask: np.ndarray, length: int) -> tuple[np.ndarray, np.n
     )
 
 
-def reference_percent_runs(data: bytes, arr: np.ndarray, percents: np.ndarray) -> list[decode.Payload]:
+def reference_percent_runs(data: bytes, arr: np.ndarray, percents: np.ndarray) -> list[payloads.Payload]:
     """Clusters of at least four %XX escapes, each within 24 bytes of the previous, by regex and loop."""
     starts = [m.start() for m in re.finditer(rb"%[0-9A-Fa-f]{2}", data)]
     found, first = [], 0
@@ -83,7 +83,7 @@ def reference_percent_runs(data: bytes, arr: np.ndarray, percents: np.ndarray) -
         if i == len(starts) or starts[i] - starts[i - 1] > 24:
             if i - first >= 4:
                 s, e = starts[first], starts[i - 1] + 3
-                found.append(("url", s, e, decode.unquote_to_bytes(data[s:e].replace(b"+", b" "))))
+                found.append(("url", s, e, payloads.unquote_to_bytes(data[s:e].replace(b"+", b" "))))
             first = i
     return found
 
@@ -105,9 +105,9 @@ def slow_paths() -> ExitStack:
     """Swap every fast path for its slow twin."""
     stack = ExitStack()
     stack.enter_context(mock.patch.object(normalize, "_collapse", reference_collapse))
-    stack.enter_context(mock.patch.object(decode, "_in_base64_alphabet", reference_in_alphabet))
-    stack.enter_context(mock.patch.object(decode, "_long_runs", reference_long_runs))
-    stack.enter_context(mock.patch.object(decode, "_percent_runs", reference_percent_runs))
+    stack.enter_context(mock.patch.object(payloads, "_in_base64_alphabet", reference_in_alphabet))
+    stack.enter_context(mock.patch.object(payloads, "_long_runs", reference_long_runs))
+    stack.enter_context(mock.patch.object(payloads, "_percent_runs", reference_percent_runs))
     stack.enter_context(mock.patch.object(Matcher, "scan", scan_every_rule))
     stack.enter_context(mock.patch.object(Matcher, "_matches", reference_matches))
     return stack
@@ -206,10 +206,10 @@ def test_collapse_and_its_span_map_match_the_byte_loop(data):
 def test_long_alphabet_runs_match_the_regex(data, length):
     """Base64-alphabet runs found by mask erosion are the runs a regex finds."""
     arr = np.frombuffer(data, dtype=np.uint8)
-    mask = decode._in_base64_alphabet(arr)
+    mask = payloads._in_base64_alphabet(arr)
     assert mask.tolist() == reference_in_alphabet(arr).tolist()
     if len(data) >= length:
-        starts, ends = decode._long_runs(mask, length)
+        starts, ends = payloads._long_runs(mask, length)
         expected = reference_long_runs(mask, length)
         assert (starts.tolist(), ends.tolist()) == (expected[0].tolist(), expected[1].tolist())
 
@@ -226,7 +226,7 @@ def test_percent_clusters_match_the_regex_loop(data):
     """Vectorized %XX clustering finds the clusters the regex-and-loop version finds."""
     arr = np.frombuffer(data, dtype=np.uint8)
     percents = np.flatnonzero(arr == 37)
-    assert decode._percent_runs(data, arr, percents) == reference_percent_runs(data, arr, percents)
+    assert payloads._percent_runs(data, arr, percents) == reference_percent_runs(data, arr, percents)
 
 
 @settings(max_examples=300, deadline=None)
@@ -237,8 +237,8 @@ def test_percent_clusters_match_the_regex_loop(data):
     st.sampled_from(["[A-Za-z0-9+/=_-]", "[^\\n]", "[a-z]"]),
 )
 def test_class_runs_give_the_matches_finditer_gives(data, length, start, members):
-    """A pattern that is one class repeated N times is found through its runs: the same spans,
-    in the same order, as ``re.finditer`` from any start (it used to be 40 % of the pre-check)."""
+    """A class repeated N times, found through its runs, gives re.finditer's spans in its order."""
+    # From any start; searching it with re was 40 % of the pre-check.
     rule = Rule(id="t.run", description="a run", weight=1.0, pattern=f"{members}{{{length}}}", lines=True)
     matcher = Matcher([rule], engine="re")
     assert 0 in matcher._runs

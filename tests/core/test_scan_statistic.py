@@ -178,9 +178,9 @@ class RecordingModel:
 def test_a_large_artifact_is_scored_in_bounded_batches(
     null: WindowNull, with_null: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No model call sees more than BATCH_BYTES of window text (a vote's memory stays flat, where a
-    20 MB diff once took 2.8 GB), every window is still scored once, and the score is the one all
-    windows scored at once would give: the best logit among all of them, read against their count."""
+    """Windows are scored in batches of at most BATCH_BYTES, each once, with the all-at-once score."""
+    # A vote's memory stays flat, where a 20 MB diff once took 2.8 GB; the score is the best logit
+    # among all windows, read against their count.
     from worker.detectors.local import windows as _windows
 
     monkeypatch.setattr(_windows, "BATCH_BYTES", 64 * 10)  # 10 windows of 64 bytes per call

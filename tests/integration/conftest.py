@@ -104,7 +104,9 @@ class WorkerProcess:
             start_new_session=True,
         )
 
-    def wait_ready(self, timeout: float = 60.0) -> None:
+    def wait_ready(self, timeout: float = 600.0) -> None:
+        """Wait for the worker's own readiness line; the limit is for a hang, not a slow start
+        (a busy machine took 80 s to start a worker): a worker that exits fails at once."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

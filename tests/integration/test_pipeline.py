@@ -32,7 +32,7 @@ def canary(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def wait_terminal(gate_ids: list[str], timeout: float = 60.0, sweep_env: dict[str, str] | None = None):
+def wait_terminal(gate_ids: list[str], timeout: float = 600.0, sweep_env: dict[str, str] | None = None):
     from worker.adapters.db import GateRepo, make_engine
     from worker.settings import Settings
 
@@ -73,7 +73,7 @@ def test_submit_routes_each_decision_to_its_destination(service_env, start_worke
         "submit",
         "--json",
         "--policy",
-        str(FIXTURES / "trivial.yaml"),
+        str(FIXTURES / "patient.yaml"),
         str(FIXTURES / "trivial.yaml"),
     )
     assert out.returncode == 0, out.stderr
@@ -110,6 +110,8 @@ def test_submit_routes_each_decision_to_its_destination(service_env, start_worke
     bucket, qid = service_env["CANARY_QUARANTINE_BUCKET"], ids["harmful"]
     head = s3.head_object(Bucket=bucket, Key=f"{qid}/artifact")
     assert head["ServerSideEncryption"] == "AES256"
+    stored_artifact = s3.head_object(Bucket=service_env["CANARY_ARTIFACT_BUCKET"], Key=gates[qid].object_key)
+    assert stored_artifact["ServerSideEncryption"] == "AES256"
     stored = json.loads(s3.get_object(Bucket=bucket, Key=f"{qid}/report.json")["Body"].read())
     assert stored["gate_id"] == qid and stored["decision"] == "quarantine"
     events = [e.event for e in repo.audit_trail(qid)]
@@ -132,11 +134,11 @@ def test_sweeper_reenqueues_a_gate_whose_message_was_lost(service_env, start_wor
     from worker.settings import Settings
 
     rt = build_runtime(Settings(), role="test")
-    lost = submit_artifact(rt, b"lost message", [str(FIXTURES / "trivial.yaml")], enqueue=lambda _gid: None)
+    lost = submit_artifact(rt, b"lost message", [str(FIXTURES / "patient.yaml")], enqueue=lambda _gid: None)
     gate_id = lost.gates[0].id
     start_worker(service_env, concurrency=1)
     env = {**service_env, "CANARY_REQUEUE_AFTER_S": "0.1"}
-    gates, repo = wait_terminal([gate_id], timeout=60, sweep_env=env)
+    gates, repo = wait_terminal([gate_id], sweep_env=env)
     assert gates[gate_id].status == "allow"
     assert "requeued" in [e.event for e in repo.audit_trail(gate_id)]
 
@@ -157,19 +159,19 @@ def test_gate_past_its_deadline_goes_to_review(service_env):
 
 
 def test_batched_submit_decides_each_gate_under_its_own_policy(service_env, start_worker):
-    """Three files under two policies in one `canary submit`: trivial gates allow, malformed ones review, nothing published."""
+    """Three files under two policies in one `canary submit`: patient gates allow, malformed ones review, nothing published."""
     start_worker(service_env, concurrency=2)
     files = [str(FIXTURES / f"{name}.yaml") for name in ("trivial", "harmful", "malformed")]
-    policies = ("--policy", str(FIXTURES / "trivial.yaml"), "--policy", str(FIXTURES / "malformed.yaml"))
+    policies = ("--policy", str(FIXTURES / "patient.yaml"), "--policy", str(FIXTURES / "malformed.yaml"))
     out = canary(service_env, "submit", "--json", *policies, *files)
     assert out.returncode == 0, out.stderr
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     assert len(rows) == 6 and {r["source"] for r in rows} == set(files)
     gates, _ = wait_terminal([r["gate_id"] for r in rows])
     by_policy = {
-        p: {gates[r["gate_id"]].status for r in rows if r["policy"] == p} for p in ("trivial", "malformed")
+        p: {gates[r["gate_id"]].status for r in rows if r["policy"] == p} for p in ("patient", "malformed")
     }
-    assert by_policy == {"trivial": {"allow"}, "malformed": {"review"}}
+    assert by_policy == {"patient": {"allow"}, "malformed": {"review"}}
     assert drain(service_env, service_env["CANARY_ALLOWED_QUEUE"]) == []
     review = drain(service_env, service_env["CANARY_REVIEW_QUEUE"])
     assert sorted(m["gate_id"] for m in review) == sorted(
@@ -222,7 +224,13 @@ def test_a_reviewer_releases_a_quarantined_false_positive(service_env, start_wor
 
     listed = canary(service_env, "review", "list", "--quarantined", "--json")
     assert [json.loads(line)["gate_id"] for line in listed.stdout.splitlines()] == [gid]
-    released = canary(service_env, "review", "decide", gid, "-d", "allow", "--by", "ops", "--note", "fixture")
+    from worker.adapters.db import make_engine
+    from worker.adapters.reviewers import ReviewerStore
+
+    store = ReviewerStore(make_engine(service_env["CANARY_DATABASE_URL"]))
+    store.add("ops", "fixture-password")
+    ops = service_env | {"CANARY_REVIEW_TOKEN": store.issue_token("ops")}
+    released = canary(ops, "review", "decide", gid, "-d", "allow", "--note", "fixture")
     assert released.returncode == 0, released.stderr
 
     assert canary(service_env, "review", "list", "--quarantined").stdout == ""

@@ -9,6 +9,7 @@ import pytest
 from worker import detectors
 from worker.core.models import ErrorKind, Report, Vote
 from worker.pipeline.intake import submit_many
+from worker.pipeline.ref import GateRef
 from worker.pipeline.steps import detect_chunks, detect_many, votes_by_gate
 
 PICKY = (
@@ -127,12 +128,20 @@ def test_after_the_soft_time_limit_the_rest_of_the_batch_times_out(gate, fixture
 
     calls: list[str] = []
 
-    def fake_detect(rt, gate_id, detector, ref):
-        calls.append(gate_id)
+    def fake_detect(rt, ref, detector, policies, timeouts):
+        calls.append(ref.id)
         return error_vote(detector, "static", ErrorKind.timeout, "soft time limit")
 
     monkeypatch.setattr(gate_mod, "detect_step", fake_detect)
-    refs = [{"gate_id": gid, "size": 3} for gid in ("g1", "g2", "g3")]
+    shape = {
+        "policy_ref": "p",
+        "policy_id": "p",
+        "policy_sha256": "0",
+        "sha256": "0",
+        "object_key": "k",
+        "size": 3,
+    }
+    refs = [GateRef(id=gid, **shape) for gid in ("g1", "g2", "g3")]
     votes = detect_many(gate.rt, "a", refs)
     assert calls == ["g1"]
     assert {gid: v.error for gid, v in votes.items()} == {
@@ -154,9 +163,9 @@ def test_batch_is_split_so_each_detector_fits_its_worst_case_in_the_soft_limit(g
     sizes: list[int] = []
     real = tasks.detect_many
 
-    def counting(rt, detector, refs):
+    def counting(rt, detector, refs, *timeouts):
         sizes.append(len(refs))
-        return real(rt, detector, refs)
+        return real(rt, detector, refs, *timeouts)
 
     monkeypatch.setattr(tasks, "detect_many", counting)
     assert gate.settings.soft_time_limit_s == 60

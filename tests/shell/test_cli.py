@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 from pathlib import Path
 
@@ -112,6 +113,11 @@ def test_review_commands_drain_the_quarantine(run, tmp_path):
     assert [(r["status"], r["source"]) for r in listed] == [("quarantine", str(f))]
 
     gid = listed[0]["gate_id"]
+    # The reviewer is the one mapped to this OS user; --by (kept for old scripts) must name them.
+    add = CliRunner().invoke(
+        app, ["review", "add-user", "ann", "--os-user", getpass.getuser()], input="a-long-password\n"
+    )
+    assert add.exit_code == 0, add.output
     assert run("review", "decide", gid, "-d", "allow", "--by", "ann").exit_code == 2
     released = run("review", "decide", gid, "-d", "allow", "--by", "ann", "--note", "known vendor file")
     assert released.exit_code == 0, released.output

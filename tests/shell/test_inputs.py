@@ -40,6 +40,7 @@ def mbox_path(tmp_path: Path) -> Path:
 
 
 def test_an_mbox_becomes_one_input_per_message(mbox_path: Path) -> None:
+    """An mbox expands to one input per message, each read as that message's bytes."""
     names = expand_paths([f"mbox:{mbox_path}"])
     assert names == [f"mbox:{mbox_path}#{i}" for i in range(3)]
     read = list(read_inputs(names))
@@ -73,6 +74,7 @@ def test_a_mailbox_is_parsed_once_while_it_is_unchanged(mbox_path: Path, monkeyp
 
 
 def test_a_maildir_and_a_jsonl_export_expand_the_same_way(tmp_path: Path) -> None:
+    """A Maildir and a JSONL ticket export each expand to one input per message or row."""
     box = mailbox.Maildir(str(tmp_path / "Maildir"))
     keys = sorted(box.add(email(f"m{i}", body)) for i, body in enumerate(BENIGN))
     export = tmp_path / "tickets.jsonl"

@@ -12,9 +12,10 @@ from sqlalchemy import create_engine
 from typer.testing import CliRunner
 
 from worker.adapters.db import Gate, utcnow
-from worker.adapters.metrics import connect_worker_exporter, gate_registry
+from worker.adapters.metrics import gate_registry
 from worker.cli import app
 from worker.settings import Settings
+from worker.tasks.exporter import connect_worker_exporter
 
 
 def stuck_gate(gate, name: str, attempts: int, deadline_s: float, age_s: float = 0.0) -> Gate:
@@ -49,9 +50,9 @@ def test_counts_per_status_and_decision(gate, fixture_policy):
     assert sample(registry, "canary_gates", status="quarantine") == 1
     assert sample(registry, "canary_gates", status="review") == 1
     assert sample(registry, "canary_gates", status="pending") == 0
-    assert sample(registry, "canary_decisions", policy="trivial", decision="allow") == 2
-    assert sample(registry, "canary_decisions", policy="harmful", decision="quarantine") == 1
-    assert sample(registry, "canary_decisions", policy="malformed", decision="review") == 1
+    assert sample(registry, "canary_decisions_total", policy="trivial", decision="allow") == 2
+    assert sample(registry, "canary_decisions_total", policy="harmful", decision="quarantine") == 1
+    assert sample(registry, "canary_decisions_total", policy="malformed", decision="review") == 1
     assert sample(registry, "canary_gates_overdue") == 0
     assert sample(registry, "canary_gates_open_oldest_age_seconds") == 0
     assert sample(registry, "canary_gate_database_up") == 1
@@ -142,7 +143,9 @@ def test_metrics_once_prints_the_configured_database(gate, fixture_policy, monke
     monkeypatch.setenv("CANARY_DATA_DIR", str(gate.settings.data_dir))
     result = CliRunner().invoke(app, ["metrics", "--once"])
     assert result.exit_code == 0, result.stderr
-    assert 'canary_decisions{decision="quarantine",policy="harmful"} 1.0' in result.stdout, result.stderr
+    assert 'canary_decisions_total{decision="quarantine",policy="harmful"} 1.0' in result.stdout, (
+        result.stderr
+    )
 
 
 def test_metrics_bad_settings_is_a_usage_error(monkeypatch):

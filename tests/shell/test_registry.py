@@ -20,13 +20,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from producers import registry
 from producers.files import InputError, expand_paths, read_inputs
 from producers.registry import (
     RegistryError,
     ReleaseArchives,
     ReleaseDiff,
     archive_files,
+    archives,
     release_diff,
     unified_diff,
 )
@@ -130,6 +130,7 @@ def client() -> Iterator[httpx.Client]:
 
 
 def test_pypi_release_is_diffed_against_its_predecessor(served, client) -> None:
+    """A PyPI release becomes a git-style diff against the version before it; unchanged files are left out."""
     reg, _ = served
     old = tarball("demo_pkg-1.0.0", {"setup.py": SETUP_OLD, "demo/__init__.py": INIT})
     new = tarball("demo_pkg-1.0.1", {"setup.py": SETUP_NEW, "demo/__init__.py": INIT})
@@ -149,6 +150,7 @@ def test_pypi_release_is_diffed_against_its_predecessor(served, client) -> None:
 
 
 def test_first_npm_release_is_a_diff_against_nothing(served, client) -> None:
+    """A package's first npm release is a diff against nothing: every file is new."""
     reg, base = served
     reg.npm("@acme/thing", {"0.1.0": tarball("package", npm_files(PKG_OLD))}, base, latest="0.1.0")
 
@@ -161,6 +163,7 @@ def test_first_npm_release_is_a_diff_against_nothing(served, client) -> None:
 
 
 def test_npm_predecessor_follows_semver_not_publish_order(served, client) -> None:
+    """An npm release's predecessor is the previous version by semver, not the one published last."""
     reg, base = served
     releases = {
         v: tarball("package", npm_files(PKG_OLD | {"version": v}))
@@ -173,6 +176,7 @@ def test_npm_predecessor_follows_semver_not_publish_order(served, client) -> Non
 
 
 def test_a_tampered_archive_is_refused(served, client) -> None:
+    """An archive whose bytes do not match the registry's digest is refused."""
     reg, base = served
     reg.npm("demo-npm", {"1.0.0": tarball("package", npm_files(PKG_OLD))}, base, latest="1.0.0")
     reg.tamper.add("/tarballs/demo-npm-1.0.0.tgz")
@@ -182,6 +186,7 @@ def test_a_tampered_archive_is_refused(served, client) -> None:
 
 
 def test_unknown_package_and_version_are_errors(served, client) -> None:
+    """An unknown package or version is a RegistryError naming it."""
     reg, base = served
     reg.npm("demo-npm", {"1.0.0": tarball("package", npm_files(PKG_OLD))}, base, latest="1.0.0")
 
@@ -192,6 +197,7 @@ def test_unknown_package_and_version_are_errors(served, client) -> None:
 
 
 def test_malformed_registry_metadata_is_an_error_not_a_crash(served, client) -> None:
+    """Registry metadata of the wrong shape is a RegistryError, not a crash."""
     reg, base = served
     reg.docs["/simple/odd/"] = json.dumps({"name": "odd", "files": 7}).encode()
     reg.docs["/odd-npm"] = json.dumps({"name": "odd-npm", "versions": "1.0.0"}).encode()
@@ -202,6 +208,7 @@ def test_malformed_registry_metadata_is_an_error_not_a_crash(served, client) -> 
 
 
 def test_archive_members_stay_in_memory_and_links_or_escapes_are_skipped() -> None:
+    """Archive members are read in memory; links and paths escaping the archive are skipped."""
     link = tarfile.TarInfo("pkg-1.0/link")
     link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
     files = archive_files(
@@ -212,21 +219,24 @@ def test_archive_members_stay_in_memory_and_links_or_escapes_are_skipped() -> No
 
 
 def test_an_archive_over_the_limit_is_refused_not_cut(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "MAX_ARCHIVE_BYTES", 1000)
+    """An archive over the size limit is refused whole, never diffed in part."""
+    monkeypatch.setattr(archives, "MAX_ARCHIVE_BYTES", 1000)
     blob = tarball("pkg-1.0", {"a.txt": b"a" * 600, "b.txt": b"b" * 600})
     with pytest.raises(RegistryError, match="larger than the limit"):
         archive_files(blob, "pkg-1.0.tar.gz")
 
 
 def test_a_gzip_bomb_is_refused_before_it_is_inflated(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "MAX_ARCHIVE_BYTES", 1000)
-    monkeypatch.setattr(registry, "MAX_MEMBERS", 1)
+    """A gzip bomb is refused before it is inflated past the limit."""
+    monkeypatch.setattr(archives, "MAX_ARCHIVE_BYTES", 1000)
+    monkeypatch.setattr(archives, "MAX_MEMBERS", 1)
     bomb = gzip.compress(b"\0" * 5_000_000)  # 5 MB of zeros in ~5 KB: a tar of nothing but padding
     with pytest.raises(RegistryError, match="pkg-1.0.tar.gz: archive larger than the limit"):
         archive_files(bomb, "pkg-1.0.tar.gz")
 
 
 def test_a_multi_member_gzip_tarball_is_read_whole() -> None:
+    """A tarball gzipped as several members is read whole, as one gzip would be."""
     whole = tarball("pkg-1.0", {"a.py": b"x = 1\n", "b.py": b"y = 2\n"})
     raw = gzip.decompress(whole)
     split = gzip.compress(raw[:512]) + gzip.compress(raw[512:])  # two gzip members, one tar stream
@@ -235,12 +245,14 @@ def test_a_multi_member_gzip_tarball_is_read_whole() -> None:
 
 
 def test_binary_and_deleted_files_are_named_in_the_diff() -> None:
+    """Deleted and binary files are named in the diff (git's own wording), not dropped."""
     diff = unified_diff({"gone.py": b"x\n", "lib.so": b"\x7fELF\0\0"}, {"lib.so": b"\x7fELF\0\1"}).decode()
     assert "diff --git a/gone.py b/gone.py\ndeleted file mode 100644\n--- a/gone.py\n+++ /dev/null\n" in diff
     assert "Binary files a/lib.so and b/lib.so differ\n" in diff
 
 
 def test_list_files_expand_to_specs_and_paths(tmp_path: Path) -> None:
+    """An @list file expands to the release specs and paths it lists, comments and blanks skipped."""
     (tmp_path / "note.txt").write_text("hello")
     listing = tmp_path / "tonight.txt"
     listing.write_text(
@@ -255,6 +267,7 @@ def test_list_files_expand_to_specs_and_paths(tmp_path: Path) -> None:
 
 
 def test_read_inputs_records_a_failed_release_and_goes_on(served, tmp_path: Path) -> None:
+    """A release that cannot be fetched is recorded as an error while the other inputs are read."""
     (tmp_path / "a.txt").write_bytes(b"plain")
     errors: list[str] = []
     got = list(read_inputs(["npm:missing-pkg", str(tmp_path / "a.txt")], errors))
@@ -265,6 +278,7 @@ def test_read_inputs_records_a_failed_release_and_goes_on(served, tmp_path: Path
 
 
 def test_canary_scan_gates_registry_releases(served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`canary scan` gates registry releases: a bump is allowed, an install hook quarantined, a missing release exits 2."""
     reg, base = served
     reg.npm(
         "demo-npm",
@@ -311,6 +325,7 @@ def crashing_diff(archives: ReleaseArchives) -> ReleaseDiff:
 def test_a_dead_diff_process_delays_releases_it_does_not_drop_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A diff process that dies is replaced and its releases are diffed again, none dropped."""
     monkeypatch.setenv("CANARY_TEST_CRASH_MARKER", str(tmp_path / "crashed"))
     specs = ["pypi:a==1", "pypi:b==1", "pypi:crash-once==1", "pypi:c==1", "pypi:d==1"]
     errors: list[str] = []
@@ -322,6 +337,7 @@ def test_a_dead_diff_process_delays_releases_it_does_not_drop_them(
 def test_a_release_that_kills_its_diff_process_twice_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A release that kills its diff process twice is reported as not gated; the others are gated."""
     monkeypatch.setenv("CANARY_TEST_CRASH_MARKER", str(tmp_path / "crashed"))
     errors: list[str] = []
     specs = ["pypi:a==1", "pypi:crash-always==1", "pypi:b==1"]
@@ -334,6 +350,7 @@ def test_a_release_that_kills_its_diff_process_twice_is_reported(
 
 
 def test_the_table_prints_names_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decisions table prints an artifact's name as given, never as rich markup."""
     odd = tmp_path / "[bold]pypi:six:1.0"
     odd.write_text("Version bump only.\n")
     monkeypatch.setenv("CANARY_DATA_DIR", str(tmp_path / "canary"))
@@ -346,6 +363,7 @@ def test_the_table_prints_names_as_given(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_fetch_ahead_keeps_input_order(served, tmp_path: Path) -> None:
+    """Releases fetched ahead in parallel still come out in input order."""
     reg, base = served
     versions = [f"1.0.{i}" for i in range(12)]
     reg.npm(
@@ -393,6 +411,7 @@ def apply_patch(a: list[str], diff: list[str]) -> list[str]:
 )
 @settings(max_examples=300, deadline=None)
 def test_the_patience_diff_turns_old_into_new(old: list[str], new: list[str]) -> None:
+    """Applying the patience diff to the old lines gives the new lines, and it is empty only when they are equal."""
     a, b = [c + "\n" for c in old], [c + "\n" for c in new]
     diff = unified_diff({"f": "".join(a).encode()}, {"f": "".join(b).encode()}).decode()
     assert (diff == "") == (a == b)

@@ -8,26 +8,30 @@ share the database, and survive restarts:
     canary_gates_open_oldest_age_seconds       age of the oldest pending/running gate (0 when none)
     canary_gates_overdue                       pending/running gates past their deadline
     canary_gate_attempts_max_open              most attempts of any pending/running gate
-    canary_decisions{policy,decision}          decided gates per policy and decision
+    canary_decisions_total{policy,decision}    decided gates per policy and decision (a counter)
+    canary_oldest_open_gate_seconds{policy}    age of the oldest pending/running gate per policy
     canary_gates_awaiting_person{queue}        gates waiting for a reviewer: in review, or
                                                quarantined and not yet reviewed (``canary review``)
     canary_gate_database_up                    1 when the last scrape could read the database
 
-Every exporter reports the same database-wide values: with several worker
+The per-stage histograms and detector error counts come from ``worker.adapters.stage_metrics``
+(prometheus_client multiprocess files). Every exporter reports the same database-wide values: with several worker
 replicas scraped, aggregate with ``max`` (not ``sum``).
 
-``canary metrics`` serves them alone; a Celery worker's main process serves
-them when ``CANARY_METRICS_PORT`` is set (see :func:`connect_worker_exporter`).
+``canary metrics`` (``worker.cli.ops``) serves them alone; a Celery worker's main process
+serves them when ``CANARY_METRICS_PORT`` is set (``worker.tasks.exporter``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import structlog
-import typer
+
+from worker.adapters.db import GateRepo, GateStatus
 
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
@@ -38,64 +42,26 @@ if TYPE_CHECKING:
 log = structlog.get_logger("canary.metrics")
 
 DEFAULT_PORT = 9808
-STATUSES = ("pending", "running", "allow", "quarantine", "review")
-OPEN_STATUSES = ("pending", "running")
-
-
-def _aware(value: Any) -> datetime | None:
-    """A database timestamp as an aware UTC datetime (SQLite may hand back strings or naive values)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if not isinstance(value, datetime):
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+STATUSES = tuple(GateStatus)
 
 
 class GateCollector:
     """Reads gate counts from the database on each ``collect()``. Never raises into the scrape."""
 
     def __init__(self, engine: Engine, now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
-        self.engine = engine
+        self.repo = GateRepo(engine)
         self.now = now
         self._schema_ready = False
 
     def read(self) -> dict[str, Any]:
         """One snapshot of the gate table (a handful of aggregate queries)."""
-        from sqlalchemy import func, select
-
-        from worker.adapters.db import Gate, not_reviewed
-
         if not self._schema_ready:  # like every component: a fresh database gets its (empty) tables
-            Gate.metadata.create_all(self.engine)
+            self.repo.create_tables()
             self._schema_ready = True
-        table = Gate.__table__  # type: ignore[attr-defined]
-        is_open = table.c.status.in_(OPEN_STATUSES)
         now = self.now()
-        with self.engine.connect() as conn:
-            statuses = conn.execute(select(table.c.status, func.count()).group_by(table.c.status)).all()
-            oldest, attempts = conn.execute(
-                select(func.min(table.c.created_at), func.max(table.c.attempts)).where(is_open)
-            ).one()
-            late = conn.execute(select(func.count()).where(is_open, table.c.deadline < now)).scalar_one()
-            unreviewed = conn.execute(
-                select(func.count()).where(table.c.status == "quarantine", not_reviewed())
-            ).scalar_one()
-            decisions = conn.execute(
-                select(table.c.policy_id, table.c.decision, func.count())
-                .where(table.c.decision.is_not(None))
-                .group_by(table.c.policy_id, table.c.decision)
-            ).all()
-        started = _aware(oldest)
-        return {
-            "statuses": {str(status): int(n) for status, n in statuses},
-            "oldest_age_s": max(0.0, (now - started).total_seconds()) if started else 0.0,
-            "overdue": int(late or 0),
-            "attempts_max_open": int(attempts or 0),
-            "decisions": [(str(p), str(d), int(n)) for p, d, n in decisions],
-            "unreviewed_quarantine": int(unreviewed or 0),
-        }
+        snap = self.repo.snapshot(now)
+        snap["oldest_by_policy"] = self.repo.oldest_open_by_policy(now)
+        return snap
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
@@ -127,12 +93,7 @@ class GateCollector:
             "Most attempts of any pending or running gate",
             value=snap["attempts_max_open"],
         )
-        decisions = GaugeMetricFamily(
-            "canary_decisions", "Decided gates per policy and decision", labels=["policy", "decision"]
-        )
-        for policy, decision, count in snap["decisions"]:
-            decisions.add_metric([policy, decision], count)
-        yield decisions
+        yield from _named_families(snap)
         awaiting = GaugeMetricFamily(
             "canary_gates_awaiting_person",
             "Gates waiting for a reviewer: in review, or quarantined and not yet reviewed",
@@ -143,84 +104,66 @@ class GateCollector:
         yield awaiting
 
 
-def gate_registry(engine: Engine) -> CollectorRegistry:
-    """A registry holding only the gate collector (no process/platform metrics of this process)."""
+def _named_families(snap: dict[str, Any]) -> Iterator[Any]:
+    """The names operators alert on (infra/prometheus-alerts.yml): decisions as a counter, the
+    oldest open gate per policy."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    total = CounterMetricFamily(
+        "canary_decisions", "Decided gates per policy and decision (a reviewer's change moves one)",
+        labels=["policy", "decision"],
+    )  # fmt: skip
+    for policy, decision, count in snap["decisions"]:
+        total.add_metric([policy, decision], count)
+    yield total
+    oldest = GaugeMetricFamily(
+        "canary_oldest_open_gate_seconds",
+        "Age of the oldest pending or running gate per policy",
+        labels=["policy"],
+    )
+    policies = {policy for policy, _, _ in snap["decisions"]} | set(snap["oldest_by_policy"])
+    for policy in sorted(policies):  # 0 for a policy with no open gate: the series exists
+        oldest.add_metric([policy], snap["oldest_by_policy"].get(policy, 0.0))
+    yield oldest
+
+
+def gate_registry(engine: Engine, stage_folder: Path | None = None) -> CollectorRegistry:
+    """A registry holding the gate collector and, when given, the stage metrics every process
+    wrote to ``stage_folder`` (no process/platform metrics of this process)."""
     from prometheus_client import CollectorRegistry
+
+    from worker.adapters.stage_metrics import multiprocess_collector
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(GateCollector(engine))
+    if stage_folder is not None:
+        multiprocess_collector(registry, stage_folder)
     return registry
+
+
+def settings_registry(settings: Settings) -> CollectorRegistry:
+    from worker.adapters.stage_metrics import metrics_folder
+
+    stage_folder = metrics_folder(settings) if settings.stage_metrics else None
+    return gate_registry(reader_engine(settings.sqlalchemy_url), stage_folder)
 
 
 def reader_engine(url: str) -> Engine:
     """A lazily connecting engine for scrapes: a database that is down at start-up is no error."""
-    from sqlalchemy import create_engine
+    from worker.adapters.db import make_reader_engine
 
-    if url.startswith("sqlite"):
-        return create_engine(url, connect_args={"check_same_thread": False, "timeout": 5})
-    return create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=1)
+    return make_reader_engine(url)
 
 
-def start_exporter(settings: Settings, port: int | None = None, addr: str = "0.0.0.0") -> CollectorRegistry:
-    """Serve the gate metrics over HTTP in a daemon thread; returns the registry served."""
+def start_exporter(settings: Settings, port: int | None = None, addr: str | None = None) -> CollectorRegistry:
+    """Serve the gate metrics over HTTP in a daemon thread; returns the registry served.
+
+    Bound to ``addr``, else ``CANARY_METRICS_ADDR`` (default 127.0.0.1: the exporter has no
+    authentication, so it is reachable from elsewhere only when told)."""
     from prometheus_client import start_http_server
 
-    registry = gate_registry(reader_engine(settings.sqlalchemy_url))
-    start_http_server(port or settings.metrics_port or DEFAULT_PORT, addr=addr, registry=registry)
+    registry = settings_registry(settings)
+    start_http_server(
+        port or settings.metrics_port or DEFAULT_PORT, addr=addr or settings.metrics_addr, registry=registry
+    )
     return registry
-
-
-def _on_worker_init(sender: Any = None, **_: Any) -> None:
-    """``worker_init`` receiver: the worker's main process serves metrics when a port is set."""
-    settings = getattr(getattr(sender, "app", None), "canary_settings", None)
-    if settings is None or not settings.metrics_port:
-        return
-    try:
-        start_exporter(settings)
-    except OSError as exc:  # the port is taken: the worker still works, without metrics
-        log.error("metrics_exporter_failed", port=settings.metrics_port, error=str(exc))
-        return
-    log.info("metrics_exporter_started", port=settings.metrics_port)
-
-
-def connect_worker_exporter() -> None:
-    """Hook Celery's ``worker_init`` (main process only, before the pool forks). Idempotent."""
-    from celery.signals import worker_init
-
-    worker_init.connect(_on_worker_init, weak=False, dispatch_uid="canary-metrics-exporter")
-
-
-def metrics_command(
-    port: Annotated[
-        int | None,
-        typer.Option(help=f"Port to serve /metrics on [default: CANARY_METRICS_PORT or {DEFAULT_PORT}]."),
-    ] = None,
-    addr: Annotated[str, typer.Option(help="Address to bind.")] = "0.0.0.0",
-    once: Annotated[bool, typer.Option("--once", help="Print the metrics once to stdout and exit.")] = False,
-) -> None:
-    """Serve the gate metrics (read from the gate database) for Prometheus."""
-    import threading
-
-    from pydantic import ValidationError
-
-    from worker.settings import Settings
-
-    try:
-        settings = Settings()
-    except ValidationError as exc:
-        typer.echo(f"canary: invalid settings: {exc.errors()[0]['msg']}", err=True)
-        raise typer.Exit(2) from None
-    if once:
-        from prometheus_client import generate_latest
-
-        registry = gate_registry(reader_engine(settings.sqlalchemy_url))
-        typer.echo(generate_latest(registry).decode(), nl=False)
-        return
-    chosen = port or settings.metrics_port or DEFAULT_PORT
-    try:
-        start_exporter(settings, chosen, addr)
-    except OSError as exc:
-        typer.echo(f"canary: cannot serve metrics on {addr}:{chosen}: {exc}", err=True)
-        raise typer.Exit(1) from None
-    typer.echo(f"serving gate metrics on http://{addr}:{chosen}/metrics", err=True)
-    threading.Event().wait()

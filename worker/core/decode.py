@@ -16,28 +16,21 @@ hex digests (binary once decoded). Only payloads that decode to text are kept.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import codecs
 import html
 import re
 from collections.abc import Callable, Iterable
-from urllib.parse import unquote_to_bytes
 
 import numpy as np
-import numpy.typing as npt
 
-from worker.core.literals import LiteralSet
 from worker.core.normalize import (
     Compose,
     Layer,
     PieceBuilder,
     Pieces,
     Reverse,
-    byte_mask,
-    clusters,
     normalize,
 )
+from worker.core.payloads import Payload, encoded_runs
 
 __all__ = ["decode_layers", "json_text"]
 
@@ -45,38 +38,6 @@ __all__ = ["decode_layers", "json_text"]
 _ROT13 = bytes.maketrans(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
     b"NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
-)
-_HEX_RUN = re.compile(rb"[0-9a-fA-F]+")
-_BASE32_RUN = re.compile(rb"[A-Z2-7]+")
-_PRINTABLE = bytes(range(32, 127)) + b"\t\n\r" + bytes(range(128, 256))
-_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-_HASH_PREFIXES = (
-    (b"sha1-", 27),
-    (b"sha256-", 43),
-    (b"sha384-", 64),
-    (b"sha512-", 86),
-    (b"md5-", 22),
-)  # digits
-_BINARY_URI = re.compile(
-    rb"data:(?:image|font|audio|video|application/(?:octet-stream|x-font|font|pdf|zip|wasm))"
-)
-_ESCAPES = re.compile(
-    rb"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})(?:[^\"'\n\\]{0,3}\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}))+"
-)
-_CHAR_CODES = (  # literal prefixes let the regex engine skip ahead
-    re.compile(rb"fromCharCode\(\s*(\d{2,3}(?:\s*,\s*\d{2,3}){7,})\s*\)"),
-    re.compile(rb"\[\s*(\d{2,3}(?:\s*,\s*\d{2,3}){7,})\s*\]"),
-)
-_BITS = re.compile(rb" [01]{8}(?:[ ,]?[01]{8}){5,}")
-# An e-mail (part) declared quoted-printable: its soft line breaks ("=" at a line end) split words
-# and phrases ("outside-=\nexample.net", "A=\nLWAYS"), so the body is decoded whole from there on.
-_QP_HEADER = re.compile(rb"content-transfer-encoding:[ \t]*quoted-printable", re.IGNORECASE)
-# A MIME part declared base64 (the body of many e-mails) is a transport too: its text is judged as
-# text ("mime-base64"), not as a payload that only appears once decoded. Whitespace runs are one
-# byte by now, so the blank line after the part's headers is a single newline.
-_MIME_BASE64 = re.compile(
-    rb"content-transfer-encoding:[ \t]*base64[ \t]*\n(?:[\w-]+:[^\n]*\n)*((?:[A-Za-z0-9+/]+=*[ \t]*\n?)+)",
-    re.IGNORECASE,
 )
 # HTML (a web page, an HTML e-mail, tool output): the text a browser shows. Inline tags split words
 # without a space ("ig<b></b>nore"), character references spell letters ("&#105;gnore"); comments
@@ -103,7 +64,6 @@ _JSON_SIMPLE = {
     b"/": b"/",
 }
 _WHOLE_TEXT = ("rot13", "reversed")
-Payload = tuple[str, int, int, bytes]  # kind, start, end (in the parent layer), decoded bytes
 
 
 def decode_layers(layer: Layer, max_depth: int = 2) -> list[Layer]:
@@ -128,7 +88,7 @@ def _decode_once(parent: Layer) -> list[Layer]:
     children: list[Layer] = []
     if last not in _WHOLE_TEXT:
         by_kind: dict[str, list[Payload]] = {}
-        for payload in _encoded_runs(parent.data):
+        for payload in encoded_runs(parent.data):
             by_kind.setdefault(payload[0], []).append(payload)
         for kind, payloads in by_kind.items():
             builder = PieceBuilder()  # payload -> its encoded run in the parent, then the parent's map
@@ -240,201 +200,3 @@ def _is_letter(reference: re.Match[bytes]) -> bool:
     hexa, decimal = reference.groups()
     code = int(hexa, 16) if hexa else int(decimal)
     return 65 <= code <= 90 or 97 <= code <= 122
-
-
-def _textual(payload: bytes) -> bool:
-    """Decoded bytes worth scanning: valid UTF-8, almost no control bytes, some letters."""
-    if len(payload) < 6:
-        return False
-    try:
-        payload.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    junk = len(payload.translate(None, _PRINTABLE))
-    letters = len(payload) - len(payload.translate(None, _LETTERS))
-    return junk * 20 <= len(payload) and letters * 4 >= len(payload)
-
-
-# What _encoded_runs looks for before running a regex or a decoder, found in one pass.
-_GATES = LiteralSet(
-    (b"ase64", b"\\", b"fromCharCode", b"[", b" 0110", b"=\n", b"uoted-printable", b"UOTED-PRINTABLE")
-)
-
-
-def _encoded_runs(data: bytes) -> list[Payload]:
-    """Every encoded run in ``data`` that decodes to text."""
-    arr = np.frombuffer(data, dtype=np.uint8)
-    runs = _alphabet_runs(data, arr)
-    gates = _GATES.present(data)  # the regexes below then jump between their literal prefixes
-    if b"ase64" in gates and (bodies := _mime_bodies(data)):  # a MIME body is read whole, not line by line
-        runs = [r for r in runs if not any(b[1] <= r[1] < b[2] for b in bodies)] + bodies
-    percents = np.flatnonzero(arr == 37)  # '%'
-    if len(percents) >= 4:
-        runs += _percent_runs(data, arr, percents)
-    if b"\\" in gates:
-        runs += [("escapes", m.start(), m.end(), _unescape(m.group())) for m in _ESCAPES.finditer(data)]
-    for pattern, gate in zip(_CHAR_CODES, (b"fromCharCode", b"["), strict=True):
-        if gate in gates:
-            runs += [
-                ("charcodes", m.start(), m.end(), _char_codes(m.group(1))) for m in pattern.finditer(data)
-            ]
-    if b" 0110" in gates:
-        runs += [("binary", m.start() + 1, m.end(), _bits(m.group())) for m in _BITS.finditer(data)]
-    if b"=\n" in gates and (b"uoted-printable" in gates or b"UOTED-PRINTABLE" in gates):
-        declared = _QP_HEADER.search(data)
-        if declared is not None:
-            runs.append(
-                ("quoted-printable", declared.start(), len(data), binascii.a2b_qp(data[declared.end() :]))
-            )
-    return [run for run in runs if _textual(run[3])]
-
-
-def _alphabet_runs(data: bytes, arr: npt.NDArray[np.uint8], min_len: int = 20) -> list[Payload]:
-    """Runs of the base64 alphabet: all-hex runs decode as hex, upper-case base32 runs that decode to
-    text as base32, the rest as base64."""
-    if len(data) < min_len:
-        return []
-    starts, ends = _long_runs(_in_base64_alphabet(arr), min_len)
-    found: list[Payload] = []
-    hashed = _hash_runs(data, starts, ends)
-    for start, end in zip(starts[~hashed].tolist(), ends[~hashed].tolist(), strict=True):
-        head = data[max(0, start - 120) : start]
-        if head.endswith(b";base64,") and _BINARY_URI.search(head):
-            continue  # images and fonts inlined as data URIs
-        run = data[start:end]
-        for prefix, _ in _HASH_PREFIXES:  # a "hash" that is really text: decode what follows the prefix
-            if run.startswith(prefix):
-                start, run = start + len(prefix), run[len(prefix) :]
-        if _HEX_RUN.fullmatch(run):
-            if len(run) >= 32:
-                found.append(("hex", start, end, bytes.fromhex(run[: len(run) // 2 * 2].decode())))
-            continue
-        tail = data[end : end + 6]
-        padding = len(tail) - len(tail.lstrip(b"="))  # up to 6 '=' for base32, 2 for base64
-        if _BASE32_RUN.fullmatch(run) and (text := _b32(run)):  # upper-case letters and 2-7 only
-            found.append(("base32", start, end + padding, text))
-            continue
-        found.append(("base64", start, end + min(padding, 2), _b64(run)))
-    return found
-
-
-def _mime_bodies(data: bytes) -> list[Payload]:
-    """The bodies of MIME parts declared base64, each decoded whole (its lines are one payload)."""
-    return [
-        ("mime-base64", m.start(1), m.end(1), _b64(b"".join(m.group(1).split())))
-        for m in _MIME_BASE64.finditer(data)
-    ]
-
-
-def _in_base64_alphabet(arr: npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:
-    """``A-Z a-z 0-9 + / - _`` as a mask: a few SIMD compares, cheaper than a lookup table."""
-    inside = (arr | np.uint8(0x20)) - np.uint8(97) < 26  # letters (uint8 wraps around below 'a')
-    inside |= arr - np.uint8(48) < 10  # digits
-    for char in b"+/-_":
-        inside |= arr == char
-    return inside
-
-
-def _long_runs(
-    mask: npt.NDArray[np.bool_], length: int
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """``[start, end)`` of every maximal run of ``mask`` at least ``length`` long.
-
-    Erosion by doubling: after it, ``hits[i]`` says ``mask[i:i+length]`` is all
-    true; consecutive hits belong to one run.
-    """
-    hits, width = mask, 1
-    while width * 2 <= length:
-        hits, width = hits[:-width] & hits[width:], width * 2
-    if width < length:
-        hits = hits[: width - length] & hits[length - width :]
-    at = np.flatnonzero(hits)
-    if not len(at):
-        return at, at
-    firsts, lasts = clusters(at)
-    return at[firsts].astype(np.int64), (at[lasts] + length).astype(np.int64)
-
-
-_HASHES = [(np.frombuffer(prefix, dtype=np.uint8), digits) for prefix, digits in _HASH_PREFIXES]
-_CONTROL_BYTE = np.frombuffer(byte_mask(bytes(range(9)) + bytes(range(11, 32)) + b"\x7f"), dtype=bool)
-
-
-def _hash_runs(
-    data: bytes, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
-) -> npt.NDArray[np.bool_]:
-    """Runs that are genuine integrity hashes (``sha512-`` + a digest that decodes to non-text).
-
-    Lockfiles hold thousands; they are checked in one batch (one base64 decode,
-    one vectorized test: a random digest almost surely holds a control byte,
-    text never does), so a text payload dressed as a hash is still decoded
-    while real digests cost almost nothing.
-    """
-    arr = np.frombuffer(data, dtype=np.uint8)
-    genuine = np.zeros(len(starts), dtype=bool)
-    for head, digits in _HASHES:
-        index = np.minimum(starts[:, None] + np.arange(len(head)), len(arr) - 1)
-        candidates = np.flatnonzero(
-            np.all(arr[index] == head, axis=1) & (ends - starts == len(head) + digits)
-        )
-        if not len(candidates):
-            continue
-        aligned = digits - digits % 4  # decode whole quanta only: padding mid-stream would stop the decoder
-        encoded = b"".join(data[s + len(head) : s + len(head) + aligned] for s in starts[candidates].tolist())
-        rows = np.frombuffer(
-            base64.b64decode(encoded.replace(b"-", b"+").replace(b"_", b"/")), dtype=np.uint8
-        )
-        genuine[candidates[_CONTROL_BYTE[rows.reshape(len(candidates), -1)].any(axis=1)]] = True
-    return genuine
-
-
-def _b32(run: bytes) -> bytes:
-    """Base32 text (RFC 4648), or b"" when ``run`` is not a whole number of 8-character groups of text."""
-    try:
-        decoded = base64.b32decode(run + b"=" * (-len(run) % 8))
-    except (binascii.Error, ValueError):
-        return b""
-    return decoded if _textual(decoded) else b""
-
-
-def _b64(run: bytes) -> bytes:
-    run = run.replace(b"-", b"+").replace(b"_", b"/")
-    run = run[: len(run) - len(run) % 4] if len(run) % 4 == 1 else run + b"=" * (-len(run) % 4)
-    try:
-        return base64.b64decode(run)
-    except (binascii.Error, ValueError):
-        return b""
-
-
-_HEX_DIGIT = np.frombuffer(byte_mask(b"0123456789abcdefABCDEF"), dtype=bool)
-
-
-def _percent_runs(data: bytes, arr: npt.NDArray[np.uint8], percents: npt.NDArray[np.intp]) -> list[Payload]:
-    """Clusters of at least four %XX escapes (each within 24 bytes of the previous one)."""
-    percents = percents[percents + 2 < len(arr)]
-    starts = percents[_HEX_DIGIT[arr[percents + 1]] & _HEX_DIGIT[arr[percents + 2]]]
-    if len(starts) < 4:
-        return []
-    firsts, lasts = clusters(starts, gap=24)
-    found: list[Payload] = []
-    for first, last in zip(firsts.tolist(), lasts.tolist(), strict=True):
-        if last - first + 1 >= 4:
-            s, e = int(starts[first]), int(starts[last]) + 3
-            found.append(("url", s, e, unquote_to_bytes(data[s:e].replace(b"+", b" "))))
-    return found
-
-
-def _unescape(run: bytes) -> bytes:
-    try:
-        return str(codecs.decode(run.decode("latin-1"), "unicode_escape")).encode("utf-8", "replace")
-    except (UnicodeDecodeError, ValueError):
-        return b""
-
-
-def _char_codes(numbers: bytes) -> bytes:
-    values = [int(n) for n in re.split(rb"\s*,\s*", numbers.strip())]
-    return "".join(map(chr, values)).encode("utf-8") if max(values) < 0x110000 else b""
-
-
-def _bits(run: bytes) -> bytes:
-    digits = re.sub(rb"[^01]", b"", run)
-    return bytes(int(digits[i : i + 8], 2) for i in range(0, len(digits) - 7, 8))

@@ -68,9 +68,23 @@ class DetectorSpec(_Strict):
         return self.timeout_s + self.timeout_per_mb_s * size / 1e6
 
 
+# Detector kinds whose votes carry a score (their own confidence); LLM backends answer only the
+# strict protocol, so there is nothing for a dissent threshold to read.
+SCORED_KINDS = frozenset({"rules", "lexical", "semantic"})
+
+
 class Quorum(_Strict):
+    """``required`` valid votes of ``detectors`` decide.
+
+    ``dissent`` maps a detector name to a score: when that detector votes harmful with at
+    least that score but the others outvote it, the item goes to review instead of being
+    allowed. Each detector's score is its own scale (rules: summed rule weights; lexical and
+    semantic: a probability), so each gets its own threshold.
+    """
+
     detectors: tuple[DetectorSpec, ...]
     required: int = Field(default=2, ge=1)
+    dissent: dict[str, float] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self) -> Quorum:
@@ -79,7 +93,23 @@ class Quorum(_Strict):
             raise ValueError("detector names must be unique within a quorum")
         if self.required > len(self.detectors):
             raise ValueError("quorum.required exceeds the number of detectors")
+        kinds = {d.name: d.kind for d in self.detectors}
+        for name, score in self.dissent.items():
+            if name not in kinds:
+                raise ValueError(f"quorum.dissent names {name!r}, which is not a detector of the quorum")
+            if kinds[name] not in SCORED_KINDS:
+                raise ValueError(f"quorum.dissent: detector {name!r} ({kinds[name]}) records no score")
+            if score <= 0:
+                raise ValueError(f"quorum.dissent: the score for {name!r} must be positive")
         return self
+
+
+class ReviewRules(_Strict):
+    """How people may overturn this policy's decisions (worker.pipeline.review)."""
+
+    # Releasing a gate the pre-check quarantined on decisive evidence takes two different
+    # reviewers: one requests the release, a second approves it. False: one reviewer suffices.
+    two_person_release: bool = True
 
 
 class HarmPolicy(_Strict):
@@ -93,6 +123,7 @@ class HarmPolicy(_Strict):
     detector_guidance: tuple[str, ...] = ()
     protocol: Protocol = Protocol()
     quorum: Quorum
+    review: ReviewRules = ReviewRules()
     sha256: str = ""
     _rulesets: dict[str, RulesetSource] = PrivateAttr(default_factory=dict)
     _models: dict[str, str] = PrivateAttr(default_factory=dict)

@@ -48,6 +48,7 @@ from worker.core.diff import Diff, parse_diff
 from worker.core.models import Evidence, PrecheckResult, Span
 from worker.core.normalize import Compose, Layer, PieceBuilder, normalize
 from worker.core.policy import HarmPolicy
+from worker.core.prose import is_code, sentence_spans
 from worker.core.ruleset import CHECKS, MAX_MATCH, CheckContext, CompiledRuleset, Hit, Rule, policy_rulesets
 from worker.core.segment import segment_spans
 
@@ -112,7 +113,14 @@ def scan_rules(
         )
     for start, end in segment_spans(len(data), window, overlap):
         _scan_window(data, start, end, diff, rulesets, scan)
-    context = CheckContext(data=data, diff=diff, signals=scan.signals)
+
+    def rescan(start: int, end: int) -> dict[str, Evidence]:
+        part = Scan()
+        for s, e in segment_spans(end - start, window, overlap):
+            _scan_window(data, start + s, start + e, diff, rulesets, part)
+        return part.evidence
+
+    context = CheckContext(data, diff, scan.signals, rescan)
     for rule in (rule for ruleset in rulesets for rule in ruleset.checks):
         for start, end in CHECKS[rule.check or ""](context)[:1]:
             scan.hit(rule, start, end, "check")
@@ -167,8 +175,17 @@ _SCOPES = {  # layer kind -> rule scopes that apply to it (diff / not a diff)
     # once decoded" (letters spelled as HTML references are such a payload: layer "html-entities")
     ("transport", True): frozenset({"any", "text"}),
     ("transport", False): frozenset({"any", "text", "added"}),
+    # the sentence-like string literals a diff adds in code, without their quotes: an order to an AI
+    # in a string constant is prose the agent reads, not a quotation (``unquoted`` rules see it)
+    ("prose", True): frozenset({"any", "text", "added"}),
 }
 TRANSPORT_LAYERS = frozenset({"quoted-printable", "mime-base64", "html-text", "json-text"})
+
+
+def is_transport(layer_name: str) -> bool:
+    """A layer reached through transport encodings only (``html-text/mime-base64`` as much as
+    ``mime-base64``): the text as it is carried, not as it was hidden."""
+    return all(part in TRANSPORT_LAYERS for part in layer_name.split("/"))
 
 
 _ESCAPE_OR_BACKSLASH = re.compile(rb"(\\\\)|\\[nrt]")
@@ -200,10 +217,12 @@ def _scan_window(
     layers = [(text, "text")]
     if diff is not None:
         layers.append((_added_layer(window, start, end, diff), "added"))
+        if (literals := _literal_layer(window, start, end, diff)) is not None:
+            layers.append((literals, "prose"))
     if data[:64].lstrip()[:1] in (b"{", b"[") and (strings := json_text(text)) is not None:
         layers.append((strings, "transport"))  # a JSON artifact: its strings as they read
     for layer in decode_layers(text) + [d for h in main.hidden for d in (h, *decode_layers(h))]:
-        if layer.name in TRANSPORT_LAYERS:
+        if is_transport(layer.name):
             layers.append((layer, "transport"))
             continue
         layers.append((layer, "decoded"))
@@ -252,3 +271,23 @@ def _added_layer(window: bytes, start: int, end: int, diff: Diff) -> Layer:
     raw, pieces = builder.build()
     norm = normalize(raw)
     return Layer("added", norm.data, Compose(norm.offsets, pieces))
+
+
+def _literal_layer(window: bytes, start: int, end: int, diff: Diff) -> Layer | None:
+    """The sentence-like string literals on the diff's added code lines within ``[start, end)``, one
+    a line, without their quotes (``window`` holds those bytes, escapes unglued); None if none."""
+    builder = PieceBuilder()
+    for s, e in diff.added_runs(start, end):
+        file = diff.file_at(s)
+        if file is None or not is_code(file.path):
+            continue
+        run = window[s - start : e - start]
+        if b'"' not in run and b"'" not in run and b"`" not in run:
+            continue
+        for lo, hi in sentence_spans(run):
+            builder.add(run[lo:hi] + b"\n", s + lo, s + hi + 1, True)  # the closing quote reads as a break
+    if not builder.size:
+        return None
+    raw, pieces = builder.build()
+    norm = normalize(raw)
+    return Layer("prose", norm.data, Compose(norm.offsets, pieces))

@@ -163,12 +163,23 @@ class _FileReader:
 
 def _sentences(line: bytes) -> list[bytes]:
     """The string literals of ``line`` that read like a sentence (at least ``MIN_WORDS`` words, with letters)."""
-    found = []
-    for match in _STRING.finditer(line):
-        text = match.group(match.lastindex or 0)
-        if text.count(b" ") + 1 >= MIN_WORDS and _LETTERS.search(text):
-            found.append(text)
-    return found
+    return [line[start:end] for start, end in sentence_spans(line)]
+
+
+def sentence_spans(text: bytes) -> Iterator[tuple[int, int]]:
+    """``[start, end)`` of the content of each one-line string literal of ``text`` that reads like a
+    sentence (the pre-check reads these as prose: an order to an AI in a string constant is one)."""
+    for match in _STRING.finditer(text):
+        group = match.lastindex or 0
+        content = match.group(group)
+        if content.count(b" ") + 1 >= MIN_WORDS and _LETTERS.search(content):
+            yield match.span(group)
+
+
+def is_code(path: str) -> bool:
+    """Whether ``path`` is a code file (comment syntax known, not markup) by its name."""
+    hashes, slashes, _, _ = _syntax(path)
+    return hashes or slashes
 
 
 def _between_triples(line: bytes) -> list[bytes]:

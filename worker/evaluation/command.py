@@ -6,10 +6,10 @@ Every record goes through exactly the production code path (intake, pre-check
 task, chord of detect tasks, quorum callback, routing) with an
 :class:`~worker.tasks.embedded.EmbeddedGate` on a throw-away temp folder: never the
 user's ``.canary``, database, broker or buckets. Each setup gets its own folder,
-so nothing is deduplicated across setups. Exit 0 on success, 2 on usage errors.
+so nothing is deduplicated across setups. The command itself is ``worker.cli.ops.eval_command``.
 
-Module imports stay light (typer, stdlib); the gate, rich and the detectors load
-only when the command runs.
+Module imports stay light (stdlib); the gate, rich and the detectors load only when the
+command runs.
 """
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
-
-import typer
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from worker.adapters.db import Gate
@@ -36,7 +34,7 @@ def isolated_settings(folder: Path) -> Settings:
     """Embedded settings on ``folder`` only: whatever CANARY_* says about services is ignored."""
     from worker.settings import Settings
 
-    return Settings(
+    return Settings.load(
         data_dir=folder,
         broker_url=None,
         result_backend=None,
@@ -112,47 +110,3 @@ def evaluate(
                 score.skipped = skipped
                 scores.append(score)
         return scores
-
-
-def _usage(message: str) -> typer.Exit:
-    typer.echo(f"canary: {message}", err=True)
-    return typer.Exit(2)
-
-
-def eval_command(
-    paths: Annotated[list[str], typer.Argument(help="Labelled JSONL files (.jsonl or .jsonl.gz).")],
-    policy: Annotated[str, typer.Option("--policy", "-p", help="Policy id or YAML path.")],
-    detectors: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--detectors",
-            "-d",
-            help="A setup: detector names from the quorum (rules,lexical), optionally name=path.yaml "
-            "for another policy file. Repeat for several rows. Default: the policy as shipped.",
-        ),
-    ] = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="One JSON object per setup, one per line.")
-    ] = False,
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N records.")] = None,
-) -> None:
-    """Score detector setups on labelled records through the full gate (review counts as blocked)."""
-    from pydantic import ValidationError
-
-    from worker.evaluation.inputs import EvalInputError
-
-    try:
-        scores = evaluate(policy, detectors or [None], paths, limit, progress=True)
-    except EvalInputError as exc:
-        raise _usage(exc.message) from None
-    except ValidationError as exc:
-        raise _usage(f"invalid settings: {exc.errors()[0]['msg']}") from None
-    if scores[0].skipped:
-        typer.echo(f"canary: skipped {scores[0].skipped} records of other policies", err=True)
-    if json_out:
-        for score in scores:
-            typer.echo(json.dumps(score.summary()))
-        return
-    from worker.evaluation.tables import print_scores
-
-    print_scores(scores)

@@ -25,11 +25,12 @@ from pathlib import Path
 import yaml
 
 from policies import HarmPolicy, PolicyError, load_policy
+from worker.core.errors import UsageError
 
 LABELS = frozenset({"harmful", "harmless"})
 
 
-class EvalInputError(Exception):
+class EvalInputError(UsageError):
     """A usage error: unreadable input, a malformed record, an unknown setup."""
 
     def __init__(self, message: str) -> None:

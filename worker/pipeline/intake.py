@@ -7,14 +7,16 @@ never does). A lone artifact is a batch of one, so its latency is that of a sing
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from policies import load_policy
+from worker.adapters import stage_metrics
 from worker.adapters.db import Gate, Submission, deadline_from_now
 from worker.adapters.storage import artifact_key, sha256_hex
+from worker.pipeline.routing import publish_allowed
 from worker.pipeline.runtime import Runtime
-from worker.pipeline.steps import publish_allowed
 
 
 @dataclass(frozen=True)
@@ -75,11 +77,12 @@ def store_and_register(rt: Runtime, data: bytes, policies: Sequence[str], source
     """Bytes to the store (once per sha256), then one gate per policy and the submission row."""
     if not policies:
         raise ValueError("at least one policy is required")
+    started = time.perf_counter()
     loaded = [(ref, load_policy(ref)) for ref in dict.fromkeys(policies)]
     sha = sha256_hex(data)
     key = artifact_key(sha)
     if not rt.store.exists(key):
-        rt.store.put(key, data)
+        rt.store.put(key, data, encrypt=True)  # server-side encryption, as in quarantine
     deadline = deadline_from_now(rt.settings.gate_deadline_s)
     fresh = [
         Gate(
@@ -96,6 +99,7 @@ def store_and_register(rt: Runtime, data: bytes, policies: Sequence[str], source
         for ref, policy in loaded
     ]
     gates, created, submission = rt.repo.register(fresh, actor=f"producer:{rt.actor}")
+    stage_metrics.observe("intake", time.perf_counter() - started)
     return Submitted(submission, gates, created, source)
 
 

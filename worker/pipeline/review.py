@@ -18,18 +18,22 @@ allows it.
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from worker.adapters.db import Gate, GateStatus, Review, utcnow
+from worker.core.errors import UsageError
 from worker.core.normalize import INVISIBLE
+from worker.pipeline.ref import GateRef
+from worker.pipeline.routing import publish_allowed, quarantine
 from worker.pipeline.runtime import Runtime
-from worker.pipeline.steps import ArtifactCorrupt, load_artifact, publish_allowed
+from worker.pipeline.steps import ArtifactCorruptError, load_artifact
+from worker.pipeline.two_person import SecondReviewerError, release_approval
 
 HumanDecision = Literal["allow", "quarantine"]
 ReviewQueue = Literal["review", "quarantine"]
 
 
-class ReviewError(Exception):
+class ReviewError(UsageError):
     """The gate is unknown or not waiting for review."""
 
 
@@ -39,7 +43,10 @@ def waiting(rt: Runtime, limit: int = 100, queue: ReviewQueue = "review") -> lis
 
 
 def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, note: str = "") -> Gate:
-    """Record ``person``'s decision for a gate in review or in quarantine, and route it."""
+    """Record ``person``'s decision for a gate in review or in quarantine, and route it.
+
+    A release that the two-person rule holds back (worker.pipeline.two_person) is recorded as a
+    request and the gate comes back still quarantined."""
     if not person.strip():
         raise ReviewError("a reviewer name is required")
     gate = rt.repo.get(gate_id)
@@ -49,6 +56,14 @@ def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, not
     was = gate.status
     if was == GateStatus.quarantine and decision == "allow" and not note.strip():
         raise ReviewError("releasing a quarantined gate needs a note saying why (--note)")
+    approval: dict[str, Any] | None = {}
+    if was == GateStatus.quarantine and decision == "allow":
+        try:
+            approval = release_approval(rt, gate, person, note)
+        except SecondReviewerError as exc:
+            raise ReviewError(str(exc)) from exc
+        if approval is None:  # the two-person rule: recorded as a request, still quarantined
+            return gate
     report = json.loads(gate.report or "{}")
     report["review"] = {
         "by": person,
@@ -56,21 +71,26 @@ def resolve(rt: Runtime, gate_id: str, decision: HumanDecision, person: str, not
         "from": was,
         "note": note[:500],
         "at": utcnow().isoformat(),
+        **(approval or {}),
     }
     body = json.dumps(report, sort_keys=True)
-    if decision == "quarantine" and was == GateStatus.review:  # bytes changed in the store: nothing is moved
-        rt.quarantine.put(f"{gate.id}/artifact", _checked_bytes(rt, gate), encrypt=True)
-    if decision == "quarantine" or was == GateStatus.quarantine:
-        rt.quarantine.put(
-            f"{gate.id}/report.json", body.encode(), encrypt=True, content_type="application/json"
-        )
+    recorded = decision == "quarantine" or was == GateStatus.quarantine
+    # From review, the bytes go along (checked first: if the store no longer holds what was
+    # classified, nothing is recorded); a quarantined gate's bytes are there already.
+    data = _checked_bytes(rt, gate) if recorded and was == GateStatus.review else None
     reason = f"reviewed by {person}: {decision} (was {was}: {gate.reason})"
     review = Review(gate_id, was, decision, body, reason, note)
     ready = rt.repo.record_review(review, f"person:{person}", gate.sha256)
     if ready is None:
         raise ReviewError(f"gate {gate_id} left {was} meanwhile")
-    for sub_id, gate_ids in ready:
-        publish_allowed(rt, sub_id, gate_ids)
+    # Only the winner of the conditional update writes the bucket: two reviewers deciding at once
+    # leave the record the database holds, never the loser's overwrite. A crash right here leaves
+    # the database decided and the bucket behind; the bytes stay in the artifact store by sha256,
+    # and a blocked gate stays blocked (only allowed gates are ever published).
+    if recorded:
+        quarantine(rt, gate.id, body, data)
+    for sub in ready:
+        publish_allowed(rt, sub.id, sub.gates)
     fresh = rt.repo.get(gate_id)
     assert fresh is not None
     return fresh
@@ -92,6 +112,7 @@ _SHOWN = (
     | INVISIBLE
 )
 _WRITTEN_OUT = {cp: f"\\u{cp:04x}" for cp in _SHOWN}
+HIDDEN_CODEPOINTS = _SHOWN  # what ``visible`` writes out (the web app marks each one)
 
 
 def visible(data: bytes) -> str:
@@ -111,6 +132,6 @@ def artifact(rt: Runtime, gate_id: str) -> tuple[Gate, bytes]:
 def _checked_bytes(rt: Runtime, gate: Gate) -> bytes:
     """The gate's artifact bytes; a ReviewError when the store no longer holds what was classified."""
     try:
-        return load_artifact(rt, gate).data
-    except ArtifactCorrupt as exc:
+        return load_artifact(rt, GateRef.of(gate)).data
+    except ArtifactCorruptError as exc:
         raise ReviewError(f"gate {gate.id}: {exc}") from exc

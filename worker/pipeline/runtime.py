@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from worker.adapters import stage_metrics
 from worker.adapters.db import GateRepo, make_engine
+from worker.adapters.progress import NoProgress, Progress, progress_for
 from worker.adapters.sinks import FolderSink, KombuSink, QueueSink
 from worker.adapters.storage import CachedReader, LocalStore, ObjectStore, S3Store
 from worker.settings import Settings
@@ -24,10 +26,13 @@ class Runtime:
     allowed: QueueSink
     review: QueueSink
     actor: str
+    progress: Progress = field(default_factory=NoProgress)  # fan-out ledger for `canary stuck`
 
 
 def build_runtime(settings: Settings, role: str = "worker") -> Runtime:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if settings.stage_metrics:
+        stage_metrics.enable(stage_metrics.metrics_folder(settings))
     repo = GateRepo(make_engine(settings.sqlalchemy_url))
     store: ObjectStore
     quarantine: ObjectStore
@@ -50,7 +55,8 @@ def build_runtime(settings: Settings, role: str = "worker") -> Runtime:
         allowed = KombuSink(url, settings.allowed_queue)
         review = KombuSink(url, settings.review_queue)
     actor = f"{role}:{socket.gethostname()}:{os.getpid()}"
-    return Runtime(settings, repo, store, CachedReader(store), quarantine, allowed, review, actor)
+    progress = progress_for(settings.broker_url, settings.gate_deadline_s)
+    return Runtime(settings, repo, store, CachedReader(store), quarantine, allowed, review, actor, progress)
 
 
 _BUILD = threading.Lock()

@@ -1,6 +1,7 @@
 """The gate's steps as plain functions over a ``Runtime``; the Celery tasks are thin wrappers.
 
-pre-check -> (chord) one detect per detector -> decide (quorum) -> route.
+pre-check -> (chord) one detect per detector -> decide (quorum) -> route
+(``worker.pipeline.routing``).
 Every step is idempotent: the gate row is the source of truth, and a
 redelivered step on a decided gate does nothing.
 
@@ -13,7 +14,6 @@ invalid vote for that gate only, and a gate decided meanwhile is skipped.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,67 +21,66 @@ from typing import Any
 
 import structlog
 
-from policies import HarmPolicy, load_policy
-from policies.loader import PolicyError
-from worker.adapters.db import Gate, GateStatus, Outcome, utcnow
+from policies import HarmPolicy
+from policies.loader import PolicyError, PolicyResolver
+from worker.adapters import stage_metrics
+from worker.adapters.db import Gate, utcnow
 from worker.adapters.storage import sha256_hex
 from worker.core.detector import Artifact, cast_vote, error_vote
-from worker.core.errors import DetectorError, StorageError
+from worker.core.errors import CanaryError, DatabaseUnavailableError, DetectorError, StorageError
 from worker.core.models import Coverage, Decision, ErrorKind, PolicyRef, PrecheckResult, Report, Timings, Vote
 from worker.core.quorum import decide_quorum
 from worker.detectors import detector_for
+from worker.pipeline.ref import GateRef
+from worker.pipeline.routing import route_many
 from worker.pipeline.runtime import Runtime
 
 log = structlog.get_logger("canary.gate")
 
 
-class ArtifactCorrupt(Exception):
+class ArtifactCorruptError(CanaryError):
     """The stored bytes do not hash to the gate's sha256: never classify them."""
 
 
-def load_artifact(rt: Runtime, gate: Gate) -> Artifact:
-    data = rt.reader.get(gate.object_key)
-    if sha256_hex(data) != gate.sha256:
-        raise ArtifactCorrupt("artifact bytes do not match their sha256")
-    return Artifact(sha256=gate.sha256, data=data)
-
-
-def gate_policy(gate: Gate) -> HarmPolicy:
-    policy = load_policy(gate.policy_ref)
-    if policy.sha256 != gate.policy_sha256:
-        raise PolicyError(
-            f"policy {gate.policy_id} changed since submission "
-            f"({gate.policy_sha256[:12]} -> {policy.sha256[:12]})"
-        )
-    return policy
+def load_artifact(rt: Runtime, ref: GateRef) -> Artifact:
+    data = rt.reader.get(ref.object_key)
+    if sha256_hex(data) != ref.sha256:
+        raise ArtifactCorruptError("artifact bytes do not match their sha256")
+    return Artifact(sha256=ref.sha256, data=data)
 
 
 @dataclass
 class Started:
     """The gates of a batch that are running now, and those to send to review instead."""
 
-    ready: list[tuple[Gate, HarmPolicy, Artifact]] = field(default_factory=list)
+    ready: list[tuple[GateRef, HarmPolicy, Artifact]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     deferred: list[str] = field(default_factory=list)
 
 
-def begin_many(rt: Runtime, gate_ids: Sequence[str]) -> Started:
+def begin_many(rt: Runtime, gate_ids: Sequence[str], claim: str | None = None) -> Started:
     """Start an attempt for each open gate of the batch (one transaction).
 
     Decided gates are left out (a redelivery); a gate past ``max_attempts``, with a changed
     policy or with corrupt bytes is listed in ``failed`` with its reason, for review; a gate
     whose bytes cannot be read now is ``deferred`` (left open for the sweeper). When no gate
     of the batch could be read, ``StorageError`` is raised so the whole task retries.
+    ``claim`` is the starting message's id (see ``GateRepo.start_many``): a gate another live
+    message holds is left out, like a decided one.
     """
     started = Started()
+    policies = PolicyResolver()
     order = {gid: i for i, gid in enumerate(gate_ids)}
-    for gate in sorted(rt.repo.start_many(gate_ids, rt.actor), key=lambda g: order[g.id]):
+    for gate in sorted(rt.repo.start_many(gate_ids, rt.actor, claim), key=lambda g: order[g.id]):
         if gate.attempts > rt.settings.max_attempts:
             started.failed.append((gate.id, f"too many attempts ({gate.attempts - 1})"))
             continue
+        ref = GateRef.of(gate)
         try:
-            started.ready.append((gate, gate_policy(gate), load_artifact(rt, gate)))
-        except (PolicyError, ArtifactCorrupt) as exc:
+            started.ready.append(
+                (ref, policies.resolve(ref.policy_ref, ref.policy_sha256), load_artifact(rt, ref))
+            )
+        except (PolicyError, ArtifactCorruptError) as exc:
             started.failed.append((gate.id, str(exc)))
         except StorageError as exc:
             # The store may be back later: this gate stays open (visibly ``running``) and the
@@ -98,20 +97,9 @@ def precheck_step(rt: Runtime, artifact: Artifact, policy: HarmPolicy) -> tuple[
 
     started = time.perf_counter()
     result = run_precheck(artifact.data, policy)
-    return result, (time.perf_counter() - started) * 1000
-
-
-def gate_ref(gate: Gate) -> dict[str, Any]:
-    """What a detect subtask needs, so the fan-out never touches the database."""
-    return {
-        "gate_id": gate.id,
-        "policy_ref": gate.policy_ref,
-        "policy_sha256": gate.policy_sha256,
-        "policy_id": gate.policy_id,
-        "object_key": gate.object_key,
-        "sha256": gate.sha256,
-        "size": gate.size,
-    }
+    seconds = time.perf_counter() - started
+    stage_metrics.observe("precheck", seconds)
+    return result, seconds * 1000
 
 
 def detect_chunks(policy: HarmPolicy, sizes: Sequence[int], soft_limit_s: float) -> list[tuple[int, int]]:
@@ -136,66 +124,78 @@ def detect_chunks(policy: HarmPolicy, sizes: Sequence[int], soft_limit_s: float)
     return chunks
 
 
-def detect_step(rt: Runtime, gate_id: str, detector_name: str, ref: dict[str, Any] | None = None) -> Vote:
-    """Run one detector; every failure becomes an invalid vote, never an exception."""
-    if ref is None:
-        row = rt.repo.get(gate_id)
-        if row is None:
-            return error_vote(detector_name, "unknown", ErrorKind.missing, "gate not found")
-        ref = gate_ref(row)
-    fields = {k: v for k, v in ref.items() if k != "gate_id"}
-    gate = Gate(id=gate_id, deadline=utcnow(), policy_version="", **fields)
+def detect_step(
+    rt: Runtime,
+    ref: GateRef,
+    detector_name: str,
+    policies: PolicyResolver,
+    timeouts: tuple[type[BaseException], ...] = (),
+) -> Vote:
+    """Run one detector; every failure of the detector becomes an invalid vote, never an exception.
+
+    A storage or database error (the artifact cannot be read now) is no detector failure: it is
+    raised, so the task retries as the pre-check and the decide do; a blip must not become an
+    invalid vote (too few valid votes send benign items to review, and let the rest decide).
+
+    ``timeouts`` are the exception types that mean "out of time" (the Celery layer passes its
+    soft time limit's): they become ``timeout`` votes; any other exception an ``exception`` vote.
+    """
     started = time.perf_counter()
     backend = "unknown"
     try:
-        policy = gate_policy(gate)
+        policy = policies.resolve(ref.policy_ref, ref.policy_sha256)
         spec = next((d for d in policy.quorum.detectors if d.name == detector_name), None)
         if spec is None:
             return error_vote(
-                detector_name, backend, ErrorKind.missing, "detector not in policy", 0, gate.size
+                detector_name, backend, ErrorKind.missing, "detector not in policy", 0, ref.size
             )
         detector = detector_for(policy, spec)
         backend = detector.backend
-        artifact = load_artifact(rt, gate)
+        artifact = load_artifact(rt, ref)
         answer = detector.answer(artifact, policy)
         elapsed = (time.perf_counter() - started) * 1000
-        if elapsed > spec.budget_s(gate.size) * 1000:
+        if elapsed > spec.budget_s(ref.size) * 1000:
             return error_vote(
-                detector_name, backend, ErrorKind.timeout, "answer came too late", elapsed, gate.size
+                detector_name, backend, ErrorKind.timeout, "answer came too late", elapsed, ref.size
             )
         return cast_vote(detector_name, backend, answer, policy.protocol, elapsed)
+    except (StorageError, DatabaseUnavailableError):
+        raise
     except DetectorError as exc:
         kind, detail = exc.kind, f"{type(exc).__name__}: {exc.message}"
+    except timeouts:
+        kind, detail = ErrorKind.timeout, "soft time limit"
     except Exception as exc:  # noqa: BLE001 - any detector failure is an invalid vote
-        from celery.exceptions import SoftTimeLimitExceeded
-
-        if isinstance(exc, SoftTimeLimitExceeded):
-            kind, detail = ErrorKind.timeout, "soft time limit"
-        else:
-            kind, detail = ErrorKind.exception, type(exc).__name__
+        kind, detail = ErrorKind.exception, type(exc).__name__
     elapsed = (time.perf_counter() - started) * 1000
-    log.warning("detector_failed", gate_id=gate_id, detector=detector_name, error=kind.value)
-    return error_vote(detector_name, backend, kind, detail, elapsed, gate.size)
+    log.warning("detector_failed", gate_id=ref.id, detector=detector_name, error=kind.value)
+    return error_vote(detector_name, backend, kind, detail, elapsed, ref.size)
 
 
-def detect_many(rt: Runtime, detector_name: str, refs: Sequence[dict[str, Any]]) -> dict[str, Vote]:
-    """One detector over a batch: a vote per gate, each failure confined to its own gate.
+def detect_many(
+    rt: Runtime,
+    detector_name: str,
+    refs: Sequence[GateRef],
+    timeouts: tuple[type[BaseException], ...] = (),
+) -> dict[str, Vote]:
+    """One detector over a batch: a vote per gate, each failure confined to its own gate; each
+    policy of the batch resolved once.
 
     Once the task's soft time limit fires, the gates not reached yet get a ``timeout`` vote
     without running: the task must return before its hard limit.
     """
     votes: dict[str, Vote] = {}
+    policies = PolicyResolver()
     out_of_time = False
     for ref in refs:
-        gate_id = str(ref.get("gate_id", ""))
         if out_of_time:
-            size = int(ref.get("size", 0))
             detail = "soft time limit (batch)"
-            votes[gate_id] = error_vote(detector_name, "unknown", ErrorKind.timeout, detail, 0.0, size)
+            votes[ref.id] = error_vote(detector_name, "unknown", ErrorKind.timeout, detail, 0.0, ref.size)
             continue
-        vote = detect_step(rt, gate_id, detector_name, ref)
-        votes[gate_id] = vote
+        vote = detect_step(rt, ref, detector_name, policies, timeouts)
+        votes[ref.id] = vote
         out_of_time = vote.error == ErrorKind.timeout and vote.detail == "soft time limit"
+    stage_metrics.record_votes(detector_name, votes.values())
     return votes
 
 
@@ -246,6 +246,7 @@ class Pending:
     votes: list[Vote] = field(default_factory=list)
     precheck_ms: float = 0.0
     reason_override: str | None = None
+    note: str = ""  # appended to the reason (e.g. the suppressions that covered the evidence)
 
 
 def decide_many(rt: Runtime, pending: dict[str, Pending]) -> dict[str, Report]:
@@ -255,30 +256,55 @@ def decide_many(rt: Runtime, pending: dict[str, Pending]) -> dict[str, Report]:
     """
     if not pending:
         return {}
+    started = time.perf_counter()
     gates = rt.repo.get_many(pending)
+    policies = PolicyResolver()
     decided: list[tuple[Gate, Report]] = []
     for gate_id, item in pending.items():
         gate = gates.get(gate_id)
         if gate is not None and not gate.terminal:
-            decided.append((gate, judge(gate, item)))
+            decided.append((gate, judge(gate, unsuppressed(rt, gate, item), policies)))
     route_many(rt, decided)
+    if decided:
+        stage_metrics.observe("decide", (time.perf_counter() - started) / len(decided), len(decided))
     return {gate.id: report for gate, report in decided}
 
 
-def judge(gate: Gate, item: Pending) -> Report:
+def judge(gate: Gate, item: Pending, policies: PolicyResolver) -> Report:
     """One gate's decision and report under its own policy's quorum (fail closed)."""
     reason_override = item.reason_override
+    dissent: dict[str, float] = {}
     try:
-        policy = gate_policy(gate)
+        policy = policies.resolve(gate.policy_ref, gate.policy_sha256)
         required, expected = policy.quorum.required, [d.name for d in policy.quorum.detectors]
+        dissent = policy.quorum.dissent
     except PolicyError as exc:
         required, expected, reason_override = 1, ["?"], str(exc)
     decision: Decision
     if reason_override:
         decision, reason = "review", reason_override
     else:
-        decision, reason = decide_quorum(item.precheck, item.votes, required, expected)
+        decision, reason = decide_quorum(item.precheck, item.votes, required, expected, dissent)
+    if item.note:
+        reason = f"{reason}; {item.note}"
     return build_report(gate, decision, reason, item.precheck, item.votes, item.precheck_ms)
+
+
+def unsuppressed(rt: Runtime, gate: Gate, item: Pending) -> Pending:
+    """A harmful pre-check whose every piece of evidence a reviewer suppressed counts as harmless
+    (the detectors' votes decide), and the reason names the suppressions (worker.pipeline.suppressions)."""
+    if item.precheck.verdict != "harmful" or item.reason_override:
+        return item
+    from worker.pipeline.suppressions import covering, named
+
+    try:
+        used = covering(rt, gate.policy_id, load_artifact(rt, GateRef.of(gate)).data, item.precheck)
+    except Exception:  # noqa: BLE001 - no suppression applies when it cannot be checked (fail closed)
+        return item
+    if not used:
+        return item
+    harmless = item.precheck.model_copy(update={"verdict": "harmless"})
+    return Pending(harmless, item.votes, item.precheck_ms, None, named(used))
 
 
 def build_report(
@@ -308,87 +334,6 @@ def build_report(
         ),
         size_bytes=gate.size,
     )
-
-
-def route(rt: Runtime, gate: Gate, report: Report) -> None:
-    route_many(rt, [(gate, report)])
-
-
-def route_many(rt: Runtime, decided: Sequence[tuple[Gate, Report]]) -> None:
-    """Side effects first (idempotent puts/publishes), then the one-time state changes.
-
-    The state changes of the batch share one transaction, each conditional on its own gate
-    still being open; allowed submissions are published after that commit.
-    """
-    outcomes: list[Outcome] = []
-    for gate, report in decided:
-        payload = report.model_dump(mode="json")
-        body = json.dumps(payload, sort_keys=True)
-        if report.decision == "quarantine":
-            data = rt.reader.get(gate.object_key)
-            rt.quarantine.put(f"{gate.id}/artifact", data, encrypt=True)
-            rt.quarantine.put(
-                f"{gate.id}/report.json", body.encode(), encrypt=True, content_type="application/json"
-            )
-        elif report.decision == "review":
-            rt.review.publish(
-                {"gate_id": gate.id, "sha256": gate.sha256, "object_key": gate.object_key, "report": payload},
-                message_id=gate.id,
-            )
-        outcomes.append(Outcome(gate.id, report.decision, report.reason, body))
-    if not outcomes:
-        return
-    won, publish = rt.repo.finish_many(outcomes, rt.actor)
-    known: dict[str, Gate] = {}
-    for (gate, report), outcome in zip(decided, outcomes, strict=True):
-        if gate.id in won:
-            log.info("gate_decided", gate_id=gate.id, policy=gate.policy_id, decision=report.decision)
-            gate.status, gate.report = GateStatus(report.decision), outcome.report
-            known[gate.id] = gate
-    publish_submissions(rt, [(sub.id, sub.gates) for sub in publish], known)
-
-
-def publish_submissions(
-    rt: Runtime, submissions: Sequence[tuple[str, Sequence[str]]], known: dict[str, Gate] | None = None
-) -> None:
-    """Publish each allowed submission, then record all of them as published in one transaction."""
-    if not submissions:
-        return
-    known = known or {}
-    missing = {gid for _, ids in submissions for gid in ids if gid not in known}
-    gates = {**(rt.repo.get_many(missing) if missing else {}), **known}
-    done = [(sid, list(ids)) for sid, ids in submissions if _publish_one(rt, sid, ids, gates)]
-    rt.repo.mark_published_many(done, rt.actor, f"queue={rt.allowed.location}")
-
-
-def publish_allowed(
-    rt: Runtime, submission_id: str, gate_ids: Sequence[str], known: Sequence[Gate] = ()
-) -> None:
-    """Publish an artifact allowed under every policy it was submitted under."""
-    publish_submissions(rt, [(submission_id, gate_ids)], {g.id: g for g in known})
-
-
-def _publish_one(rt: Runtime, submission_id: str, gate_ids: Sequence[str], gates: dict[str, Gate]) -> bool:
-    ordered = [gates[g] for g in gate_ids if g in gates]
-    if len(ordered) != len(gate_ids) or any(g.status != "allow" for g in ordered):
-        return False
-    reports = [json.loads(g.report or "{}") for g in ordered]
-    first = ordered[0]
-    rt.allowed.publish(
-        {
-            "gate_id": first.id,
-            "submission_id": submission_id,
-            "gate_ids": list(gate_ids),
-            "sha256": first.sha256,
-            "object_key": first.object_key,
-            "object_store": rt.store.location,
-            "policies": [g.policy_id for g in ordered],
-            "report": reports[0],
-            "reports": reports,
-        },
-        message_id=submission_id,
-    )
-    return True
 
 
 def fail(rt: Runtime, gate_id: str, reason: str) -> Report | None:

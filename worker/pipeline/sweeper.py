@@ -1,9 +1,17 @@
 """The stuck-gate sweeper: nothing is lost, nothing waits forever.
 
 - a gate past its deadline, or past ``max_attempts``, goes to review;
-- a ``pending``/``running`` gate untouched for ``requeue_after_s`` is re-enqueued
-  (its message was lost, or its worker died with it);
+- a ``pending``/``running`` gate untouched for ``requeue_after_s`` whose message is known lost
+  is re-enqueued (its message vanished, or its worker died with it). Known lost: no message in
+  the broker (queued, or taken and not acknowledged) carries its id. A gate still queued is
+  left alone however long it waits: a backlog is not a loss, and a re-sent copy would only
+  queue behind the original. Re-sending releases the gate's claim, so the next start counts
+  as a new attempt (the previous one is known dead);
 - an allowed submission whose message was not published yet is published.
+
+Sweeps never overlap: each holds an expiring lock (``worker.adapters.broker.sweep_lock``); a
+sweep that finds the lock taken does nothing (the beat schedule also expires sweep messages
+older than one interval, so sweeps queued while no worker ran do not run back to back).
 """
 
 from __future__ import annotations
@@ -13,21 +21,46 @@ from datetime import timedelta
 
 import structlog
 
+from worker.adapters.broker import queued_gate_ids, sweep_lock
 from worker.adapters.db import utcnow
+from worker.pipeline.routing import publish_allowed
 from worker.pipeline.runtime import Runtime
-from worker.pipeline.steps import fail, publish_allowed
+from worker.pipeline.steps import fail
 
 log = structlog.get_logger("canary.sweeper")
 
+SWEEP_COUNTS = ("overdue", "gave_up", "requeued", "still_queued", "published", "skipped")
+
 
 def sweep(rt: Runtime, enqueue: Callable[[str], None]) -> dict[str, int]:
+    """One sweep, unless another one is running (then ``skipped`` is 1 and nothing else happens)."""
+    settings = rt.settings
+    ttl = max(settings.sweep_interval_s * 4, settings.hard_time_limit_s)
+    with sweep_lock(settings.broker_url, settings.data_dir, ttl) as held:
+        if not held:
+            log.info("sweep_skipped", reason="another sweep holds the lock")
+            return {key: int(key == "skipped") for key in SWEEP_COUNTS}
+        return _sweep(rt, enqueue)
+
+
+def _sweep(rt: Runtime, enqueue: Callable[[str], None]) -> dict[str, int]:
     now = utcnow()
-    counts = {"overdue": 0, "gave_up": 0, "requeued": 0, "published": 0}
+    counts = dict.fromkeys(SWEEP_COUNTS, 0)
     for gate in rt.repo.overdue(now):
         if fail(rt, gate.id, "deadline exceeded"):
             counts["overdue"] += 1
     stale_before = now - timedelta(seconds=rt.settings.requeue_after_s)
-    for gate in rt.repo.open_gates(stale_before):
+    stale = rt.repo.open_gates(stale_before)
+    settings = rt.settings
+    queued = (
+        queued_gate_ids(settings.broker_url, [settings.task_queue], settings.visibility_timeout)
+        if stale
+        else set()
+    )
+    for gate in stale:
+        if queued is not None and gate.id in queued:
+            counts["still_queued"] += 1  # alive: a backlog, not a loss (the deadline still bounds it)
+            continue
         if gate.attempts >= rt.settings.max_attempts:
             if fail(rt, gate.id, f"gave up after {gate.attempts} attempts"):
                 counts["gave_up"] += 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import Celery
 
 from worker.settings import Settings
@@ -33,12 +35,21 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         beat_schedule={
-            "canary-sweep": {"task": "canary.sweep", "schedule": settings.sweep_interval_s},
+            # A sweep message older than one interval is dropped, not run: sweeps queued while no
+            # worker ran must not run back to back when one starts.
+            "canary-sweep": {
+                "task": "canary.sweep",
+                "schedule": settings.sweep_interval_s,
+                "options": {"expires": settings.sweep_interval_s},
+            },
         },
         task_always_eager=eager,
         task_eager_propagates=eager,
     )
     app.canary_settings = settings
+    from worker.adapters.compiled_cache import enable
+
+    enable(settings.compiled_cache_dir)  # before any rule set compiles (preload, first scan)
     if not eager and settings.preload:
         from celery.signals import worker_init
 
@@ -46,9 +57,23 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
 
         worker_init.connect(on_worker_init, weak=False, dispatch_uid="canary-preload")
     if not eager:
-        from worker.adapters.metrics import connect_worker_exporter
+        from celery.signals import after_setup_logger, after_setup_task_logger
+
+        after_setup_logger.connect(_json_lines, weak=False, dispatch_uid="canary-json-logs")
+        after_setup_task_logger.connect(_json_lines, weak=False, dispatch_uid="canary-json-task-logs")
+        from worker.tasks.exporter import connect_worker_exporter
 
         connect_worker_exporter()  # the main process serves /metrics when CANARY_METRICS_PORT != 0
     import worker.tasks.gate  # noqa: F401  (registers the shared tasks on this app)
 
     return app
+
+
+def _json_lines(logger: Any = None, **_: Any) -> None:
+    """Celery set up a logger: off a terminal, its lines become JSON objects (worker.logs)."""
+    import sys
+
+    from worker.logs import use_json_lines
+
+    if logger is not None and not sys.stderr.isatty():
+        use_json_lines(logger)

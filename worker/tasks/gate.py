@@ -1,15 +1,17 @@
-"""Celery tasks: thin wrappers over ``worker.pipeline.steps``. The broker only carries gate ids and refs."""
+"""Celery tasks: thin wrappers over ``worker.pipeline.steps``. The broker only carries gate ids and
+``GateRef`` messages."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from celery import chord, current_app, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 
 from policies import HarmPolicy
-from worker.adapters.db import Gate
 from worker.core.errors import DatabaseUnavailableError, StorageError
 from worker.core.models import PrecheckResult
+from worker.pipeline.ref import GateRef
 from worker.pipeline.runtime import runtime_for
 from worker.pipeline.steps import (
     Pending,
@@ -18,7 +20,6 @@ from worker.pipeline.steps import (
     detect_chunks,
     detect_many,
     fail_many,
-    gate_ref,
     precheck_step,
     votes_by_gate,
 )
@@ -49,10 +50,12 @@ def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
     """
     ids = [gate_ids] if isinstance(gate_ids, str) else list(gate_ids)
     rt = runtime_for(self.app)
-    started = begin_many(rt, ids)
+    # In-process runs (the embedded default) have no other consumer and pick up their own
+    # leftovers: they take a gate whatever its claim.
+    started = begin_many(rt, ids, claim=None if self.request.is_eager else self.request.id)
     fail_many(rt, started.failed)
     blocked: dict[str, Pending] = {}
-    groups: dict[str, list[tuple[Gate, PrecheckResult, float]]] = {}
+    groups: dict[str, list[tuple[GateRef, PrecheckResult, float]]] = {}
     policies: dict[str, HarmPolicy] = {}
     failed: list[tuple[str, str]] = []
     for gate, policy, artifact in started.ready:
@@ -61,7 +64,7 @@ def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
         except Exception as exc:  # noqa: BLE001 - one artifact's crash must not hold its batch
             failed.append((gate.id, f"pre-check failed: {type(exc).__name__}"))
             continue
-        if result.verdict == "harmful":
+        if result.verdict == "harmful" and not suppressed(rt, gate.policy_id, artifact.data, result):
             blocked[gate.id] = Pending(result, [], ms)
         else:
             groups.setdefault(policy.sha256, []).append((gate, result, ms))
@@ -82,11 +85,12 @@ def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
 
 
 def fan_out(
-    app: Any, settings: Settings, policy: HarmPolicy, members: list[tuple[Gate, PrecheckResult, float]]
+    app: Any, settings: Settings, policy: HarmPolicy, members: list[tuple[GateRef, PrecheckResult, float]]
 ) -> None:
     """The chord for one policy's gates: header = one detect per detector, body = decide."""
-    refs = [gate_ref(gate) for gate, _, _ in members]
+    refs = [gate.to_message() for gate, _, _ in members]
     ids = [gate.id for gate, _, _ in members]
+    runtime_for(app).progress.expect(ids, [spec.name for spec in policy.quorum.detectors])
     # What Flower and the worker log show for arguments: the detector and the gate ids, written
     # here rather than by Celery's saferepr walking every ref and pre-check (~0.2 ms per message).
     shown = repr(ids)
@@ -119,10 +123,16 @@ def fan_out(
 # ignore_result: the votes reach the chord's callback through the backend's chord join (its
 # ``on_chord_part_return`` still runs), nothing reads a detect's own result key: not storing
 # it saves a result write and a pub/sub publish per detector.
-@shared_task(bind=True, name="canary.detect", ignore_result=True)  # type: ignore[untyped-decorator]
+@shared_task(bind=True, name="canary.detect", ignore_result=True, **RETRY)  # type: ignore[untyped-decorator]
 def detect_task(self: Any, detector: str, refs: list[dict[str, Any]]) -> dict[str, Any]:
-    """One detector's votes over a batch, as data (``{gate_id: vote}``). Never raises for a detector failure."""
-    votes = detect_many(runtime_for(self.app), detector, refs)
+    """One detector's votes over a batch, as data (``{gate_id: vote}``). Never raises for a detector
+    failure; a storage or database error retries the task (its retries spent, the chord fails
+    and every gate of the batch goes to review)."""
+    parsed = [GateRef.from_message(ref) for ref in refs]
+    gates = [ref for ref in parsed if ref is not None]
+    rt = runtime_for(self.app)
+    votes = detect_many(rt, detector, gates, (SoftTimeLimitExceeded,))
+    rt.progress.voted(detector, {gid: vote.verdict or f"invalid:{vote.error}" for gid, vote in votes.items()})
     return {gid: vote.model_dump(mode="json") for gid, vote in votes.items()}
 
 
@@ -164,3 +174,14 @@ def sweep_task(self: Any) -> dict[str, int]:
 
     app = self.app
     return sweep(runtime_for(app), lambda gid: app.send_task("canary.precheck", (gid,), ignore_result=True))
+
+
+def suppressed(rt: Any, policy_id: str, data: bytes, result: PrecheckResult) -> bool:
+    """Every piece of the pre-check's evidence is suppressed by a reviewer: run the detectors
+    instead of blocking (the decide step names the suppressions). Fails closed: any error blocks."""
+    from worker.pipeline.suppressions import covering
+
+    try:
+        return bool(covering(rt, policy_id, data, result))
+    except Exception:  # noqa: BLE001
+        return False

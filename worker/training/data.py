@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,9 +27,11 @@ class Corpus:
 
 def default_datasets_dir() -> Path:
     """``$CANARY_DATASETS_DIR``, else ``../shared/datasets`` next to the repository."""
-    env = os.environ.get("CANARY_DATASETS_DIR")
-    if env:
-        return Path(env)
+    from worker.settings import Settings
+
+    configured = Settings.load().datasets_dir
+    if configured:
+        return configured
     return Path(__file__).resolve().parents[3] / "shared" / "datasets"
 
 

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel
 
 from worker.adapters.db import utcnow
+from worker.core.errors import UsageError
 
 MAX_KEY_CHARS = 255
 
@@ -43,7 +44,7 @@ class Answer:
     replayed: bool = False
 
 
-class KeyReused(Exception):
+class KeyReusedError(UsageError):
     """The key was used before with a different request."""
 
 
@@ -62,7 +63,7 @@ class IntakeKeys:
             if row is None:
                 return None
             if row.request_sha256 != request_sha256:
-                raise KeyReused
+                raise KeyReusedError
             return Answer(row.submission_id, json.loads(row.gate_ids), replayed=True)
 
     def remember(self, key: str, request_sha256: str, answer: Answer, metadata: str) -> Answer:

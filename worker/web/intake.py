@@ -28,11 +28,12 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from worker.adapters.db import Gate
+from worker.core.errors import UsageError
 from worker.pipeline.intake import Submitted, submit_artifact
 from worker.pipeline.runtime import Runtime, build_runtime
 from worker.settings import Settings
-from worker.web.body import BadRequest, parse_request
-from worker.web.idempotency import MAX_KEY_CHARS, Answer, IntakeKeys, KeyReused, scoped_key
+from worker.web.body import BadRequestError, parse_request
+from worker.web.idempotency import MAX_KEY_CHARS, Answer, IntakeKeys, KeyReusedError, scoped_key
 
 log = structlog.get_logger("canary.http")
 
@@ -129,8 +130,8 @@ def _problem(status: int, detail: str, headers: dict[str, str] | None = None) ->
     return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
 
-class Unauthorized(Exception):
-    pass
+class UnauthorizedError(UsageError):
+    """The request carries no token the server accepts."""
 
 
 def token_matches(given: str, tokens: list[str]) -> bool:
@@ -144,13 +145,13 @@ def token_matches(given: str, tokens: list[str]) -> bool:
 async def _read_limited(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BadRequest(f"the body is over the {limit}-byte limit", 413)
+        raise BadRequestError(f"the body is over the {limit}-byte limit", 413)
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise BadRequest(f"the body is over the {limit}-byte limit", 413)
+            raise BadRequestError(f"the body is over the {limit}-byte limit", 413)
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -162,7 +163,7 @@ def caller(request: Request, authorization: Annotated[str | None, Header()] = No
         return ""
     scheme, _, given = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token_matches(given.strip(), tokens):
-        raise Unauthorized
+        raise UnauthorizedError
     return given.strip()
 
 
@@ -204,12 +205,12 @@ def create_intake_app(settings: Settings, keeper: Gatekeeper | None = None) -> F
     )
     app.state.tokens = settings.api_token_list
 
-    @app.exception_handler(BadRequest)
-    async def _bad_request(_: Request, exc: BadRequest) -> JSONResponse:
+    @app.exception_handler(BadRequestError)
+    async def _bad_request(_: Request, exc: BadRequestError) -> JSONResponse:
         return _problem(exc.status, exc.message)
 
-    @app.exception_handler(Unauthorized)
-    async def _unauthorized(_: Request, exc: Unauthorized) -> JSONResponse:
+    @app.exception_handler(UnauthorizedError)
+    async def _unauthorized(_: Request, exc: UnauthorizedError) -> JSONResponse:
         return _problem(401, "a valid bearer token is required", {"WWW-Authenticate": "Bearer"})
 
     @app.post(
@@ -268,8 +269,8 @@ def _accept(gk: Gatekeeper, wanted: Any, scope: str, idempotency_key: str | None
     if key is not None:
         try:
             found = gk.keys.find(key, fingerprint)
-        except KeyReused:
-            raise BadRequest("this Idempotency-Key was used with a different request", 422) from None
+        except KeyReusedError:
+            raise BadRequestError("this Idempotency-Key was used with a different request", 422) from None
         if found is not None:
             return _answer(gk, found)
     submitted = gk.submit(wanted.data, wanted.policies, wanted.source)

@@ -41,18 +41,13 @@ def serve_command(
     import logging
 
     import uvicorn
-    from pydantic import ValidationError
 
+    from worker.cli.usage import load_settings, usage
     from worker.core.errors import ConfigError
     from worker.logs import configure_logging
-    from worker.settings import Settings
     from worker.web.intake import create_intake_app
 
-    try:
-        settings = Settings()
-    except ValidationError as exc:
-        typer.echo(f"canary: invalid settings: {exc.errors()[0]['msg']}", err=True)
-        raise typer.Exit(2) from exc
+    settings = load_settings()
     configure_logging(logging.INFO)
     chosen, warning = bind_host(host, settings.api_token_list)
     if warning:
@@ -64,6 +59,5 @@ def serve_command(
     try:
         app = create_intake_app(settings)
     except ConfigError as exc:
-        typer.echo(f"canary: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise usage(str(exc)) from exc
     uvicorn.run(app, host=chosen, port=port, log_level="info", access_log=False)

@@ -1,7 +1,9 @@
 """The gate database: tables (``tables``), the portable repository that holds all of its SQL
-(``repository``) and that repository's Postgres fast paths (``postgres``)."""
+(``repository``, its metrics reads in ``gauges``), that repository's Postgres fast paths
+(``postgres``) and the engines with the boundary that translates the driver's errors (``engine``)."""
 
-from worker.adapters.db.repository import GateRepo, Outcome, Review, make_engine, not_reviewed
+from worker.adapters.db.engine import make_engine, make_reader_engine
+from worker.adapters.db.repository import GateRepo
 from worker.adapters.db.tables import (
     OPEN_STATUSES,
     REVIEWED,
@@ -9,8 +11,11 @@ from worker.adapters.db.tables import (
     AuditEvent,
     Gate,
     GateStatus,
+    Outcome,
+    Review,
     Submission,
     deadline_from_now,
+    not_reviewed,
     utcnow,
 )
 
@@ -27,6 +32,7 @@ __all__ = [
     "Submission",
     "deadline_from_now",
     "make_engine",
+    "make_reader_engine",
     "not_reviewed",
     "utcnow",
 ]

@@ -38,14 +38,18 @@ def autocommit_engine(engine: Engine) -> Engine:
     )
 
 
-def start_many(engine: Engine, ids: list[str], actor: str, now: datetime) -> list[Gate]:
+def start_many(
+    engine: Engine, ids: list[str], actor: str, now: datetime, claim: str | None = None
+) -> list[Gate]:
     """``GateRepo.start_many`` in one statement (the update and its audit rows, atomic as one
     statement is), one round trip, committed without waiting for the WAL flush."""
     stmt = text(
         """
         WITH started AS (
-            UPDATE gates SET status = 'running', attempts = attempts + 1, updated_at = :now
+            UPDATE gates SET status = 'running', attempts = attempts + 1, updated_at = :now,
+                claim = COALESCE(CAST(:claim AS varchar), claim)
             WHERE id = ANY(:ids) AND status IN ('pending', 'running')
+                AND (CAST(:claim AS varchar) IS NULL OR claim IS NULL OR claim = :claim)
             RETURNING *
         ), audited AS (
             INSERT INTO audit_events (gate_id, at, event, actor, detail)
@@ -55,7 +59,8 @@ def start_many(engine: Engine, ids: list[str], actor: str, now: datetime) -> lis
         """
     ).columns(*Gate.__table__.c)  # type: ignore[attr-defined]  # typed results, as the Core paths
     with engine.connect() as conn:
-        rows = conn.execute(stmt, {"now": now, "ids": ids, "actor": actor}).mappings().all()
+        params = {"now": now, "ids": ids, "actor": actor, "claim": claim}
+        rows = conn.execute(stmt, params).mappings().all()
     return [Gate(**row) for row in rows]
 
 

@@ -2,27 +2,25 @@
 
 Portable (SQLite for the embedded default, Postgres in production); where Postgres can do in
 one statement what the portable path does in several, the repository takes the fast path in
-``worker.adapters.db.postgres``. The driver's errors do not leave this module: they become
-``DatabaseError`` (``DatabaseUnavailableError`` when the database could not be reached).
+``worker.adapters.db.postgres``. Every public method translates the driver's errors
+(``worker.adapters.db.engine``).
 """
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any, ParamSpec, TypeVar, cast
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, event, exists, insert, text, update
+from sqlalchemy import insert, or_, text, update
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection, CursorResult, Engine
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
-from sqlmodel import Session, SQLModel, col, create_engine, select
+from sqlmodel import Session, SQLModel, col, select
 
 from worker.adapters.db import postgres
+from worker.adapters.db.engine import translated
+from worker.adapters.db.gauges import GateGauges
 from worker.adapters.db.tables import (
     OPEN_STATUSES,
     REVIEWED,
@@ -30,98 +28,15 @@ from worker.adapters.db.tables import (
     AuditEvent,
     Gate,
     GateStatus,
+    Outcome,
+    Review,
     Submission,
+    not_reviewed,
     utcnow,
 )
-from worker.core.errors import DatabaseError, DatabaseUnavailableError
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
-@contextmanager
-def database_errors() -> Iterator[None]:
-    """Translate the driver's errors into the project's own (the one boundary that sees them)."""
-    try:
-        yield
-    except OperationalError as exc:
-        raise DatabaseUnavailableError(f"database unavailable: {_first_line(exc)}") from exc
-    except SQLAlchemyError as exc:
-        raise DatabaseError(f"database error: {_first_line(exc)}") from exc
-
-
-def _first_line(exc: SQLAlchemyError) -> str:
-    """The driver's own message, first line only (never the statement or its parameters)."""
-    orig = getattr(exc, "orig", None) or exc
-    lines = str(orig).strip().splitlines()
-    return f"{type(orig).__name__}: {lines[0][:200] if lines else ''}"
-
-
-def translated(fn: Callable[P, R]) -> Callable[P, R]:
-    """``fn`` with the driver's errors translated (see ``database_errors``)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with database_errors():
-            return fn(*args, **kwargs)
-
-    return wrapper
-
-
-def not_reviewed() -> ColumnElement[bool]:
-    """True for a gate no person has decided yet (no ``reviewed:*`` audit event).
-
-    A correlated ``NOT EXISTS``: one lookup in the audit table's ``gate_id`` index per gate,
-    not a scan of the whole (append-only, ever-growing) audit table.
-    """
-    return ~exists().where(
-        col(AuditEvent.gate_id) == col(Gate.id), col(AuditEvent.event).startswith(REVIEWED)
-    )
-
-
-@translated
-def make_engine(url: str) -> Engine:
-    if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
-
-        @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.close()
-
-    else:
-        # No pre-ping round trip per checkout: a connection broken by a database restart
-        # fails its statement, the task retries (see worker.tasks.gate) and the pool reconnects.
-        engine = create_engine(url, pool_size=5, max_overflow=5, pool_recycle=1800)
-    SQLModel.metadata.create_all(engine)
-    return engine
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A gate's decision, ready to be recorded."""
-
-    gate_id: str
-    decision: str
-    reason: str
-    report: str
-
-
-@dataclass(frozen=True)
-class Review:
-    """A person's decision on a gate in ``was`` (review or quarantine), ready to be recorded."""
-
-    gate_id: str
-    was: str
-    decision: str
-    report: str
-    reason: str
-    note: str
-
-
-class GateRepo:
+class GateRepo(GateGauges):
     """All reads and writes of gate state. Transitions are conditional updates."""
 
     def __init__(self, engine: Engine) -> None:
@@ -203,22 +118,35 @@ class GateRepo:
         return {row["id"]: Gate(**row) for row in rows}
 
     @translated
-    def start_many(self, gate_ids: Sequence[str], actor: str) -> list[Gate]:
+    def start_many(self, gate_ids: Sequence[str], actor: str, claim: str | None = None) -> list[Gate]:
         """Mark the open gates among ``gate_ids`` running and count their attempt, in one transaction.
 
         One conditional ``UPDATE … RETURNING`` for the whole batch: each row changes only if it
         is still open, so a decided gate (a redelivered message) is left out of the result.
+
+        ``claim`` (the id of the message starting them) makes an attempt count only when the
+        previous one is known dead: a gate is taken if it is unclaimed (new, or released by the
+        sweeper) or claimed by this same message (delivered again: its previous delivery died
+        or gave up). A gate claimed by another message is left out: that attempt is alive.
         """
         ids = sorted(set(gate_ids))
         if not ids:
             return []
         if self._locks:
-            return postgres.start_many(self.autocommit_engine, ids, actor, utcnow())
+            return postgres.start_many(self.autocommit_engine, ids, actor, utcnow(), claim)
         table = Gate.__table__  # type: ignore[attr-defined]
+        where = [table.c.id.in_(ids), table.c.status.in_(OPEN_STATUSES)]
+        if claim is not None:
+            where.append(or_(table.c.claim.is_(None), table.c.claim == claim))
         stmt = (
             update(table)
-            .where(table.c.id.in_(ids), table.c.status.in_(OPEN_STATUSES))
-            .values(status=GateStatus.running, attempts=table.c.attempts + 1, updated_at=utcnow())
+            .where(*where)
+            .values(
+                status=GateStatus.running,
+                attempts=table.c.attempts + 1,
+                claim=table.c.claim if claim is None else claim,
+                updated_at=utcnow(),
+            )
             .returning(*table.c)
         )
         with self.engine.begin() as conn:
@@ -292,14 +220,21 @@ class GateRepo:
             stmt = stmt.with_for_update()
         return session.exec(stmt).first()
 
-    def _resolve_submissions(self, conn: Connection, sha256s: Iterable[str]) -> list[Submission]:
-        """Close the pending submissions of these artifacts whose gates are all decided."""
+    def _resolve_submissions(
+        self, conn: Connection, sha256s: Iterable[str], reopen: bool = False
+    ) -> list[Submission]:
+        """Settle the submissions of these artifacts whose gates are all decided: ``allow`` when
+        every gate allows, else ``blocked``. Returns those now allowed (to publish).
+
+        The one home of submission resolution. By default it looks at the pending submissions
+        (a gate was just decided); ``reopen`` looks at every unpublished one instead (a person
+        released a gate, which can turn a blocked submission into an allowed one).
+        """
         subs_t = Submission.__table__  # type: ignore[attr-defined]
         gates_t = Gate.__table__  # type: ignore[attr-defined]
+        which = subs_t.c.published.is_(False) if reopen else subs_t.c.status == "pending"
         stmt = (
-            core_select(subs_t)
-            .where(subs_t.c.sha256.in_(sorted(set(sha256s))), subs_t.c.status == "pending")
-            .order_by(subs_t.c.id)
+            core_select(subs_t).where(subs_t.c.sha256.in_(sorted(set(sha256s))), which).order_by(subs_t.c.id)
         )
         if self._locks:
             stmt = stmt.with_for_update()
@@ -316,9 +251,11 @@ class GateRepo:
             got = [statuses.get(gid) for gid in sub.gates]
             if any(s not in TERMINAL_STATUSES for s in got):
                 continue
-            sub.status = "allow" if all(s == GateStatus.allow for s in got) else "blocked"
-            closed.setdefault(sub.status, []).append(sub.id)
-            if sub.status == "allow":
+            status = "allow" if all(s == GateStatus.allow for s in got) else "blocked"
+            if status != sub.status:
+                closed.setdefault(status, []).append(sub.id)
+            sub.status = status
+            if status == "allow":
                 ready.append(sub)
         for status, ids in closed.items():  # one statement per outcome, not per submission
             conn.execute(update(subs_t).where(subs_t.c.id.in_(ids)).values(status=status))
@@ -361,6 +298,7 @@ class GateRepo:
             if gate is None or gate.terminal:
                 return
             gate.updated_at = utcnow()
+            gate.claim = None  # its message is known lost: the next start is a new attempt
             session.add(gate)
             self._audit(session, gate_id, "requeued", actor, detail)
             session.commit()
@@ -383,6 +321,10 @@ class GateRepo:
             stmt = select(AuditEvent).where(AuditEvent.gate_id == gate_id).order_by(col(AuditEvent.id))
             return list(session.exec(stmt).all())
 
+    def create_tables(self) -> None:
+        """Create the tables a fresh database lacks (what ``make_engine`` does on start-up)."""
+        SQLModel.metadata.create_all(self.engine)
+
     @translated
     def waiting(self, status: GateStatus, limit: int = 100) -> list[Gate]:
         """Gates waiting for a person, oldest first: in review, or quarantined and not yet reviewed."""
@@ -393,10 +335,10 @@ class GateRepo:
             return list(session.exec(stmt.order_by(col(Gate.updated_at)).limit(limit)).all())
 
     @translated
-    def record_review(self, review: Review, actor: str, sha256: str) -> list[tuple[str, list[str]]] | None:
+    def record_review(self, review: Review, actor: str, sha256: str) -> list[Submission] | None:
         """Record a person's decision if the gate is still in ``review.was``, with its audit row.
 
-        Returns the submissions (id, gate ids) of this artifact now allowed under every policy, or
+        Returns the submissions of this artifact now allowed under every policy (to publish), or
         ``None`` when the gate left ``was`` meanwhile (nothing recorded).
         """
         with Session(self.engine) as session:
@@ -418,19 +360,7 @@ class GateRepo:
             if not changed:
                 return None
             self._audit(session, review.gate_id, f"{REVIEWED}{review.decision}", actor, review.note)
-            ready = self._reopen_submissions(session, sha256) if review.decision == GateStatus.allow else []
+            reopened = review.decision == GateStatus.allow
+            ready = self._resolve_submissions(session.connection(), [sha256], reopen=True) if reopened else []
             session.commit()
-        return ready
-
-    def _reopen_submissions(self, session: Session, sha256: str) -> list[tuple[str, list[str]]]:
-        """Submissions of this artifact that are now allowed under every policy."""
-        ready: list[tuple[str, list[str]]] = []
-        unpublished = Submission.published == False  # noqa: E712 - a SQL expression, not a test
-        subs = session.exec(select(Submission).where(Submission.sha256 == sha256, unpublished))
-        for sub in subs.all():
-            statuses = [g.status for g in session.exec(select(Gate).where(col(Gate.id).in_(sub.gates)))]
-            if len(statuses) == len(sub.gates) and all(s == GateStatus.allow for s in statuses):
-                sub.status = "allow"
-                session.add(sub)
-                ready.append((sub.id, sub.gates))
         return ready

@@ -1,16 +1,18 @@
 """The gate database's tables: gates (the source of truth for a gate's state), submissions and
-the append-only audit trail; and the one home of gate statuses."""
+the append-only audit trail; the one home of gate statuses; and the values the repository
+records (a gate's outcome, a person's review)."""
 
 from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Index, String, TypeDecorator, UniqueConstraint
-from sqlmodel import Field, SQLModel
+from sqlalchemy import ColumnElement, Index, String, TypeDecorator, UniqueConstraint, exists
+from sqlmodel import Field, SQLModel, col
 
 
 class GateStatus(StrEnum):
@@ -58,6 +60,28 @@ def deadline_from_now(seconds: float) -> datetime:
     return utcnow() + timedelta(seconds=seconds)
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """A gate's decision, ready to be recorded."""
+
+    gate_id: str
+    decision: str
+    reason: str
+    report: str
+
+
+@dataclass(frozen=True)
+class Review:
+    """A person's decision on a gate in ``was`` (review or quarantine), ready to be recorded."""
+
+    gate_id: str
+    was: str
+    decision: str
+    report: str
+    reason: str
+    note: str
+
+
 class Gate(SQLModel, table=True):
     """One artifact under one policy."""
 
@@ -80,6 +104,9 @@ class Gate(SQLModel, table=True):
     reason: str | None = None
     report: str | None = None
     attempts: int = 0
+    # The id of the message whose attempt holds the gate (``GateRepo.start_many``); cleared by
+    # the sweeper when it re-sends a gate whose message is known lost.
+    claim: str | None = Field(default=None, max_length=64)
     source: str = ""
     deadline: datetime
     created_at: datetime = Field(default_factory=utcnow)
@@ -120,3 +147,14 @@ class AuditEvent(SQLModel, table=True):
     event: str = Field(max_length=32)
     actor: str = Field(max_length=128)
     detail: str = ""
+
+
+def not_reviewed() -> ColumnElement[bool]:
+    """True for a gate no person has decided yet (no ``reviewed:*`` audit event).
+
+    A correlated ``NOT EXISTS``: one lookup in the audit table's ``gate_id`` index per gate,
+    not a scan of the whole (append-only, ever-growing) audit table.
+    """
+    return ~exists().where(
+        col(AuditEvent.gate_id) == col(Gate.id), col(AuditEvent.event).startswith(REVIEWED)
+    )

@@ -8,9 +8,9 @@ must be exactly ``{"verdict": "harmful"|"harmless"}``:
 - off-protocol replies (prose, reasoning, code fences, extra keys) are passed
   through raw, so the coordinator's :func:`~worker.core.detector.cast_vote`
   marks the vote ``malformed``; reasoning text is never read;
-- a reply that repeats the canary sentence raises :class:`DetectorCompromised`
+- a reply that repeats the canary sentence raises :class:`DetectorCompromisedError`
   (the artifact steered the detector into leaking its instructions);
-- timeouts raise :class:`DetectorTimeout`; HTTP and connection failures, once
+- timeouts raise :class:`DetectorTimeoutError`; HTTP and connection failures, once
   retries are spent, raise ``BackendError`` (kind ``unavailable``).
 
 Everything is scanned: a long artifact is cut into overlapping windows, one
@@ -28,7 +28,7 @@ import httpx
 import structlog
 
 from worker.core.detector import Artifact, parse_verdict, verdict_output
-from worker.core.errors import DetectorCompromised
+from worker.core.errors import DetectorCompromisedError
 from worker.core.fence import (
     build_system_prompt,
     fence_artifact,
@@ -143,7 +143,9 @@ class LLMDetector:
         )
         if leaked(completion.text, canary):
             log.warning("llm_canary_leaked", detector=self.name, backend=self.backend, where=where)
-            raise DetectorCompromised(f"{self.backend}: output repeats the system-prompt canary ({where})")
+            raise DetectorCompromisedError(
+                f"{self.backend}: output repeats the system-prompt canary ({where})"
+            )
         return completion
 
     def close(self) -> None:

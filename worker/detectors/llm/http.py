@@ -4,7 +4,7 @@ httpx errors and HTTP statuses never leave this module; they become the
 detector errors the coordinator turns into invalid votes::
 
     DetectorError (worker.core.errors)
-    ├── DetectorTimeout        read/write/pool timeout; a connect timeout once retries are spent
+    ├── DetectorTimeoutError        read/write/pool timeout; a connect timeout once retries are spent
     ├── BackendError           kind ``unavailable``: an HTTP error status (408/429/5xx once retries
     │                          are spent, any other >= 400 at once), or a connection/protocol
     │                          error once retries are spent
@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import structlog
 
-from worker.core.errors import DetectorError, DetectorTimeout
+from worker.core.errors import DetectorError, DetectorTimeoutError
 from worker.core.models import ErrorKind
 
 log = structlog.get_logger(__name__)
@@ -53,9 +53,6 @@ class BackendError(DetectorError):
         super().__init__(message, kind)
         self.status_code = status_code
         self.attempts = attempts
-
-    def __reduce__(self) -> Any:
-        return (type(self), (self.message, self.kind.value, self.status_code, self.attempts))
 
 
 @dataclass(frozen=True)
@@ -120,7 +117,7 @@ def map_http_errors(backend: str, path: str, attempts: int) -> Iterator[None]:
     try:
         yield
     except httpx.TimeoutException as exc:
-        raise DetectorTimeout(
+        raise DetectorTimeoutError(
             f"{backend}: {type(exc).__name__} on {path} after {attempts} attempt(s)"
         ) from exc
     except httpx.HTTPError as exc:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,10 @@ GENERATED_LICENCE = "Apache-2.0 (written for this project)"
 
 
 def default_cache() -> Path:
-    return Path(os.environ.get("CANARY_CORPUS_CACHE", Path.home() / ".cache" / "canary-corpus"))
+    """``$CANARY_CORPUS_CACHE``, else ``~/.cache/canary-corpus``."""
+    from worker.settings import Settings
+
+    return Settings.load().corpus_cache or Path.home() / ".cache" / "canary-corpus"
 
 
 def exclusions(datasets_dir: Path | None) -> tuple[set[str], set[tuple[str, str]]]:

@@ -1,0 +1,157 @@
+"""What the quorum's ``dissent`` option costs and catches: review load against missed attacks.
+
+    python benchmarks/dissent.py votes --split train dev [--policy ID] [--releases LIST] --out FILE
+    python benchmarks/dissent.py table FILE [--dissent rules=0.8 lexical=0.99 ...]
+
+``votes`` runs each policy's pre-check and its local detectors on every labelled record
+(and, with ``--releases``, on the cached real-release diffs of ``benchmarks/real_releases.py``,
+all presumed harmless) exactly as the gate does, and writes one JSON line per item: label,
+split, pre-check verdict, and each detector's verdict and score. Nothing of the text is
+written. ``table`` replays the quorum (:func:`worker.core.quorum.decide_quorum`, the gate's
+own rule) over those votes: for each detector, the split votes it loses, and for candidate
+dissent thresholds how many harmless items would go to review (the cost) and how many
+allowed attacks would (the gain). Choose thresholds on train; report dev and releases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from policies.loader import load_policy  # noqa: E402
+from worker.core.detector import Artifact, cast_vote  # noqa: E402
+from worker.core.models import Vote  # noqa: E402
+from worker.core.precheck import run_precheck  # noqa: E402
+from worker.core.quorum import decide_quorum  # noqa: E402
+from worker.detectors import detector_for  # noqa: E402
+
+DATASETS = Path("/work/shared/datasets")
+POLICIES = ("malicious-package", "prompt-injection")
+CACHE = Path.home() / ".cache" / "canary-releases"
+
+
+def labelled(policy: str, split: str) -> Iterator[tuple[str, str, bytes]]:
+    with gzip.open(DATASETS / policy / f"{split}.jsonl.gz", "rt", encoding="utf-8") as lines:
+        for line in lines:
+            record = json.loads(line)
+            yield split, record["label"], record["text"].encode("utf-8")
+
+
+def releases(listing: Path) -> Iterator[tuple[str, str, bytes]]:
+    for line in listing.read_text().splitlines():
+        spec = line.split("#")[0].strip()
+        path = CACHE / (spec.replace("/", "%2F") + ".diff")
+        if spec and path.exists():
+            yield listing.stem, "harmless", path.read_bytes()
+
+
+def votes_command(args: argparse.Namespace) -> None:
+    with open(args.out, "w", encoding="utf-8") as out:
+        for policy_id in args.policy or POLICIES:
+            policy = load_policy(policy_id)
+            items = [item for split in args.split for item in labelled(policy_id, split)]
+            for listing in args.releases or ():
+                items.extend(releases(Path(listing)))
+            for split, label, data in items:
+                artifact = Artifact(sha256=hashlib.sha256(data).hexdigest(), data=data)
+                row: dict[str, Any] = {"policy": policy_id, "split": split, "label": label}
+                row["precheck"] = run_precheck(data, policy).verdict
+                row["votes"] = []
+                for spec in policy.quorum.detectors:
+                    answer = detector_for(policy, spec).answer(artifact, policy)
+                    vote = cast_vote(spec.name, spec.kind, answer, policy.protocol, 0.0)
+                    row["votes"].append({"detector": spec.name, "verdict": vote.verdict, "score": vote.score})
+                out.write(json.dumps(row) + "\n")
+
+
+def replay(row: dict[str, Any], dissent: dict[str, float], required: int = 2) -> str:
+    from worker.core.models import Coverage, PrecheckResult
+
+    precheck = PrecheckResult(verdict=row["precheck"])
+    votes = [
+        Vote(
+            detector=v["detector"],
+            backend="x",
+            verdict=v["verdict"],
+            score=v["score"],
+            coverage=Coverage.full(1),
+        )
+        for v in row["votes"]
+    ]
+    names = [v.detector for v in votes]
+    return decide_quorum(precheck, votes, required, names, dissent)[0]
+
+
+def table_command(args: argparse.Namespace) -> None:
+    rows = [json.loads(line) for line in Path(args.file).read_text().splitlines()]
+    dissent = {k: float(v) for k, v in (pair.split("=") for pair in args.dissent or ())}
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["policy"], row["split"]), []).append(row)
+    print(f"dissent: {dissent or 'off'}  (blocked = quarantine or review, as canary eval counts it)")
+    head = (
+        "policy",
+        "split",
+        "harmless",
+        "blocked",
+        "pre-check",
+        "to review",
+        "harmful",
+        "allowed",
+        "-> review",
+    )
+    print("{:18} {:22} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8} {:>9}".format(*head))
+    for (policy, split), group in sorted(groups.items()):
+        harmless = [r for r in group if r["label"] == "harmless"]
+        harmful = [r for r in group if r["label"] == "harmful"]
+        blocked = sum(replay(r, {}) != "allow" for r in harmless)
+        early = sum(r["precheck"] == "harmful" for r in harmless)
+        cost = sum(replay(r, {}) == "allow" and replay(r, dissent) == "review" for r in harmless)
+        allowed = sum(replay(r, {}) == "allow" for r in harmful)
+        gain = sum(replay(r, {}) == "allow" and replay(r, dissent) == "review" for r in harmful)
+        row = (policy, split, len(harmless), blocked, early, cost, len(harmful), allowed, gain)
+        print("{:18} {:22} {:8d} {:8d} {:9d} {:9d} {:8d} {:8d} {:9d}".format(*row))
+    if args.lost:
+        print("\nscores of harmful votes that lost the quorum (allowed), per detector:")
+        for (policy, split), group in sorted(groups.items()):
+            for label in ("harmless", "harmful"):
+                lost: dict[str, list[float]] = {}
+                for row in group:
+                    if row["label"] != label or replay(row, {}) != "allow":
+                        continue
+                    for vote in row["votes"]:
+                        if vote["verdict"] == "harmful" and vote["score"] is not None:
+                            lost.setdefault(vote["detector"], []).append(round(vote["score"], 4))
+                for name, scores in sorted(lost.items()):
+                    print(f"  {policy} {split} {label} {name}: {sorted(scores, reverse=True)[:20]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    votes = sub.add_parser("votes")
+    votes.add_argument("--split", nargs="*", default=["train", "dev"])
+    votes.add_argument("--policy", action="append")
+    votes.add_argument("--releases", action="append", help="a real-release list whose diffs are cached")
+    votes.add_argument("--out", required=True)
+    table = sub.add_parser("table")
+    table.add_argument("file")
+    table.add_argument("--dissent", nargs="*", help="detector=min_score pairs")
+    table.add_argument("--lost", action="store_true", help="list the scores of losing harmful votes")
+    args = parser.parse_args()
+    (votes_command if args.command == "votes" else table_command)(args)
+
+
+if __name__ == "__main__":
+    main()

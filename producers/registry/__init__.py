@@ -1,0 +1,62 @@
+"""Package registries as artifacts: a release, as the unified diff against its predecessor.
+
+``pypi:NAME[==VERSION]`` and ``npm:NAME[@VERSION]`` name a release (the newest
+when no version is given). The release's archive and the previous version's
+archive are downloaded, checked against the digests the registry publishes,
+opened **in memory** (nothing is extracted to disk, nothing is imported or
+run) and turned into one git-style unified diff over every file: the artifact
+the ``malicious-package`` policy is written for. A first release is a diff
+against nothing.
+
+Registry addresses come from the ordinary clients' own configuration, so a
+company mirror is used automatically: ``CANARY_PYPI_INDEX_URL``, else pip's
+``PIP_INDEX_URL`` / default index; ``CANARY_NPM_REGISTRY``, else
+``NPM_CONFIG_REGISTRY`` / ``npm config get registry``.
+
+Nothing is truncated: an archive over the size limit is refused with an error
+(the caller reports it and exits non-zero) rather than diffed in part.
+
+Modules: ``versions`` (specs, version order), ``clients`` (the registries over HTTP),
+``archives`` (opened in memory), ``diff`` (the patience diff), ``release`` (the two halves
+put together) and ``pool`` (many releases at once: threads fetch, processes diff).
+"""
+
+from __future__ import annotations
+
+from producers.registry.archives import archive_files
+from producers.registry.clients import (
+    ReleaseFile,
+    download,
+    npm_registry_url,
+    npm_releases,
+    pypi_index_url,
+    pypi_releases,
+)
+from producers.registry.diff import unified_diff
+from producers.registry.errors import RegistryError
+from producers.registry.release import (
+    ReleaseArchives,
+    ReleaseDiff,
+    diff_archives,
+    fetch_archives,
+    release_diff,
+)
+from producers.registry.versions import is_spec
+
+__all__ = [
+    "RegistryError",
+    "ReleaseArchives",
+    "ReleaseDiff",
+    "ReleaseFile",
+    "archive_files",
+    "diff_archives",
+    "download",
+    "fetch_archives",
+    "is_spec",
+    "npm_registry_url",
+    "npm_releases",
+    "pypi_index_url",
+    "pypi_releases",
+    "release_diff",
+    "unified_diff",
+]

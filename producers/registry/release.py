@@ -1,0 +1,77 @@
+"""A release as an artifact: fetch it and its predecessor (network), then diff them (CPU)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+
+from producers.registry.archives import archive_files
+from producers.registry.clients import download, npm_releases, pypi_releases
+from producers.registry.diff import unified_diff
+from producers.registry.errors import RegistryError
+from producers.registry.versions import SPEC, _is_prerelease, _pep440_key, _semver_key, _split
+
+
+@dataclass(frozen=True)
+class ReleaseDiff:
+    label: str  # e.g. "pypi:requests:2.32.2->2.32.3" or "npm:left-pad:1.0.0:new-package"
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ReleaseArchives:
+    """A release's archive and its predecessor's, downloaded and verified, not opened yet."""
+
+    label: str
+    new: bytes
+    new_name: str
+    old: bytes | None = None  # None: a first release, diffed against nothing
+    old_name: str = ""
+
+
+def fetch_archives(client: httpx.Client, spec: str) -> ReleaseArchives:
+    """Fetch the release a spec names and its predecessor (the network half of :func:`release_diff`)."""
+    m = SPEC.match(spec)
+    if not m:
+        raise RegistryError(f"not a registry spec: {spec!r} (pypi:NAME[==VER] or npm:NAME[@VER])")
+    eco = m.group("eco")
+    name, version = _split(eco, m.group("rest"))
+    if not name:
+        raise RegistryError(f"no package name in {spec!r}")
+    if eco == "pypi":
+        releases, key = pypi_releases(client, name), _pep440_key
+        latest = None
+    else:
+        (releases, latest), key = npm_releases(client, name), _semver_key
+    if not releases:
+        raise RegistryError(f"{eco}:{name}: no downloadable releases")
+    ordered = sorted(releases, key=key)
+    final = [v for v in ordered if not _is_prerelease(eco, v)]
+    target = version or latest or (final or ordered)[-1]  # like pip/npm: newest final release
+    if target not in releases:
+        raise RegistryError(f"{eco}:{name}: no release {target}")
+    older = [v for v in ordered if key(v) < key(target)]
+    new = releases[target]
+    if not older:
+        return ReleaseArchives(f"{eco}:{name}:{target}:new-package", download(client, new), new.filename)
+    old = releases[older[-1]]
+    return ReleaseArchives(
+        f"{eco}:{name}:{older[-1]}->{target}",
+        download(client, new),
+        new.filename,
+        download(client, old),
+        old.filename,
+    )
+
+
+def diff_archives(archives: ReleaseArchives) -> ReleaseDiff:
+    """Open both archives in memory and diff them (the CPU half of :func:`release_diff`)."""
+    new_files = archive_files(archives.new, archives.new_name)
+    old_files = {} if archives.old is None else archive_files(archives.old, archives.old_name)
+    return ReleaseDiff(archives.label, unified_diff(old_files, new_files))
+
+
+def release_diff(client: httpx.Client, spec: str) -> ReleaseDiff:
+    """Fetch the release a spec names and its predecessor; diff them."""
+    return diff_archives(fetch_archives(client, spec))

@@ -1,0 +1,98 @@
+"""Where an open gate's detector fan-out stands: which detectors were expected, which voted.
+
+The database knows a gate is ``running``; between the pre-check and the decide callback the
+votes live only in the chord (the result backend). ``canary stuck`` needs to say "detectors k of n
+voted" or "callback not run", so the pre-check records the detectors it fanned out to and each
+detect task the gates it voted on, in one Redis hash per gate (``canary:progress:<gate id>``,
+expiring with the gate's deadline plus an hour). One pipelined round trip per task, never on the
+decision path: a lost write only makes ``stuck`` less specific. With the embedded default (no
+broker, the graph runs in-process) nothing is recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import structlog
+
+log = structlog.get_logger("canary.progress")
+PREFIX = "canary:progress:"
+
+
+class Progress(Protocol):
+    def expect(self, gate_ids: Sequence[str], detectors: Sequence[str]) -> None: ...
+
+    def voted(self, detector: str, verdicts: Mapping[str, str]) -> None: ...
+
+    def read(self, gate_ids: Sequence[str]) -> dict[str, dict[str, str]]: ...
+
+
+class NoProgress:
+    """Records nothing (embedded default)."""
+
+    def expect(self, gate_ids: Sequence[str], detectors: Sequence[str]) -> None:
+        return None
+
+    def voted(self, detector: str, verdicts: Mapping[str, str]) -> None:
+        return None
+
+    def read(self, gate_ids: Sequence[str]) -> dict[str, dict[str, str]]:
+        return {}
+
+
+class RedisProgress:
+    """The ledger in Redis. Every failure is logged and swallowed: progress is advisory."""
+
+    def __init__(self, url: str, ttl_s: float) -> None:
+        import redis
+
+        self.client: Any = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self.ttl = int(ttl_s) + 3600
+
+    def _write(self, fields: Mapping[str, Mapping[str, str]]) -> None:
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            for gate_id, values in fields.items():
+                pipe.hset(PREFIX + gate_id, mapping=dict(values))
+                pipe.expire(PREFIX + gate_id, self.ttl)
+            pipe.execute()
+        except Exception as exc:  # noqa: BLE001 - advisory: never fail a gate over it
+            log.warning("progress_not_recorded", error=type(exc).__name__)
+
+    def expect(self, gate_ids: Sequence[str], detectors: Sequence[str]) -> None:
+        at = datetime.now(UTC).isoformat()
+        self._write({gid: {"_expected": ",".join(detectors), "_fanned_out": at} for gid in gate_ids})
+
+    def voted(self, detector: str, verdicts: Mapping[str, str]) -> None:
+        self._write({gid: {f"v:{detector}": verdict} for gid, verdict in verdicts.items()})
+
+    def read(self, gate_ids: Sequence[str]) -> dict[str, dict[str, str]]:
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            for gid in gate_ids:
+                pipe.hgetall(PREFIX + gid)
+            rows = pipe.execute()
+        except Exception as exc:  # noqa: BLE001
+            log.warning("progress_not_read", error=type(exc).__name__)
+            return {}
+        return {
+            gid: {k.decode(): v.decode() for k, v in row.items()}
+            for gid, row in zip(gate_ids, rows, strict=True)
+            if row
+        }
+
+
+def progress_for(broker_url: str | None, ttl_s: float) -> Progress:
+    if broker_url and broker_url.startswith(("redis://", "rediss://", "unix://")):
+        return RedisProgress(broker_url, ttl_s)
+    return NoProgress()
+
+
+def fan_out_state(entry: Mapping[str, str]) -> tuple[int, int] | None:
+    """``(voted, expected)`` detectors of one gate's ledger entry; None before the fan-out."""
+    expected = [d for d in entry.get("_expected", "").split(",") if d]
+    if not expected:
+        return None
+    return sum(1 for d in expected if f"v:{d}" in entry), len(expected)

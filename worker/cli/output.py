@@ -1,0 +1,47 @@
+"""What the CLI prints: the decisions table, and artifact text made safe for a terminal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def print_table(rows: list[tuple[str, Any]]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from worker.evaluation.tables import stdout_console
+
+    colours = {"allow": "green", "quarantine": "red", "review": "yellow"}
+    table = Table(title="Canary Gate decisions")
+    for column in ("artifact", "policy", "decision", "reason", "bytes", "gate"):
+        table.add_column(column, overflow="fold")
+    for name, g in rows:
+        colour = colours.get(g.status, "white")
+        reason = g.reason or ""  # whole: a cut reason hides the part that names the evidence
+        # Names and reasons are data: plain Text, so "[x]" is not markup and ":six:" not an emoji.
+        table.add_row(Text(name), g.policy_id, Text(g.status, style=colour), Text(reason), str(g.size), g.id)
+    console = stdout_console()  # piped (CI logs, `| tee`): 160 columns, not rich's 80
+    if not console.is_terminal:  # whole gate ids (status takes them) and names on one line each
+        longest_name = max((len(n) for n, _ in rows), default=8)
+        longest_reason = max((len(g.reason or "") for _, g in rows), default=6)
+        console.width = max(console.width, longest_name + 32 + min(longest_reason, 100) + 60)
+    console.print(table)
+    counts = {s: sum(1 for _, g in rows if g.status == s) for s in ("allow", "quarantine", "review")}
+    console.print(", ".join(f"{n} {s}" for s, n in counts.items()))
+
+
+def highlighted(data: bytes, lo: int, hi: int, spans: list[tuple[int, int]]) -> Any:
+    """``data[lo:hi]`` as safe text with ``spans`` highlighted."""
+    from rich.text import Text
+
+    from worker.pipeline.review import visible
+
+    text, position = Text(), lo
+    for start, end in sorted((max(a, lo), min(b, hi)) for a, b in spans if b > lo and a < hi):
+        if start < position:
+            start = position
+        text.append(visible(data[position:start]))
+        text.append(visible(data[start:end]), style="bold reverse")
+        position = max(position, end)
+    text.append(visible(data[position:hi]))
+    return text

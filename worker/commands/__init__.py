@@ -1,0 +1,1 @@
+"""Operator and reviewer commands added to the ``canary`` CLI (registered in ``worker.cli``)."""
