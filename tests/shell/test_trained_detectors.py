@@ -20,7 +20,7 @@ from worker.detectors import build_detector
 from worker.detectors.local.lexical import LexicalDetector
 from worker.detectors.local.lexical import load_model as load_lexical
 from worker.detectors.local.semantic import SemanticDetector
-from worker.detectors.local.windows import window_spans
+from worker.detectors.local.windows import added_view, window_spans
 
 INJECTION = load_policy("prompt-injection")
 PACKAGE = load_policy("malicious-package")
@@ -314,3 +314,13 @@ def test_runtime_needs_no_heavy_libraries(make: type[Detector]) -> None:
     )
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(child.stdout.strip().replace("'", '"')) == []
+
+
+def test_added_view_drops_a_diffs_removed_lines_only() -> None:
+    """What a release adds: headers, context and added lines stay; removed lines go; other text is untouched."""
+    diff = b"diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n keep\n-old line\n+new line\n tail\n"
+    view = added_view(diff)
+    assert b"old line" not in view
+    assert b"+new line\n" in view and b" keep\n" in view and b"+++ b/x.py" in view
+    assert added_view(b"- a list item\n- another\n") == b"- a list item\n- another\n"
+    assert added_view(diff.replace(b"-old line\n", b"")) == diff.replace(b"-old line\n", b"")

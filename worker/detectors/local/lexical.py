@@ -42,6 +42,9 @@ class LexicalModel:
     overlap: int
     threshold: float
     null: WindowNull | None = None
+    added_only: bool = (
+        False  # reads a diff's added lines and context only (worker.detectors.local.windows.added_view)
+    )
 
     @classmethod
     def load(cls, source: Path | BinaryIO) -> LexicalModel:
@@ -54,6 +57,7 @@ class LexicalModel:
                 overlap=int(archive["overlap"]),
                 threshold=float(archive["threshold"]),
                 null=WindowNull.from_archive(archive),
+                added_only=bool(archive["added_only"]) if "added_only" in archive.files else False,
             )
 
     def logits(self, windows: list[str]) -> np.ndarray:

@@ -40,6 +40,9 @@ class SemanticModel:
     overlap: int
     threshold: float
     null: WindowNull | None = None
+    added_only: bool = (
+        False  # reads a diff's added lines and context only (worker.detectors.local.windows.added_view)
+    )
 
     def logits(self, windows: list[str]) -> np.ndarray:
         return self.head.logits(self.embedding.features(windows))
@@ -83,6 +86,7 @@ def load_model(
                 overlap=int(archive["overlap"]),
                 threshold=float(archive["threshold"]),
                 null=WindowNull.from_archive(archive),
+                added_only=bool(archive["added_only"]) if "added_only" in archive.files else False,
             )
 
     # Keyed by the embedding's files too: a new embedding under the same head is a new model.

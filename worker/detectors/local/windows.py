@@ -26,6 +26,7 @@ import numpy as np
 
 from policies.loader import current_sha256, default_models_dir
 from worker.core.detector import Artifact, verdict_output
+from worker.core.diff import parse_diff
 from worker.core.errors import ConfigError, DetectorError
 from worker.core.mail import decoded_text_parts
 from worker.core.models import Answer, Coverage, ErrorKind, Verdict
@@ -100,6 +101,21 @@ def lazy_window_texts(data: bytes, spans: list[tuple[int, int]]) -> Iterator[str
     return (data[start:end].decode("utf-8", errors="replace") for start, end in spans)
 
 
+def added_view(data: bytes) -> bytes:
+    """What a release adds: a unified diff without its removed lines (headers, hunk lines, context
+    and added lines kept); anything that is not a diff, as it is. A release that deletes a clipper
+    is not a clipper, so a model trained on this view never reads removed code."""
+    diff = parse_diff(data)
+    if diff is None or not len(diff.removed):
+        return data
+    pieces, last = [], 0
+    for start, end in diff.removed.tolist():
+        pieces.append(data[last:start])
+        last = end
+    pieces.append(data[last:])
+    return b"".join(pieces)
+
+
 class WindowedModel(Protocol):
     # Read-only members, so that frozen dataclasses (the lexical and semantic models) conform.
     @property
@@ -153,7 +169,9 @@ def scored_answer(
 ) -> Answer:
     """Score every window of ``data`` and answer with full coverage.
 
-    An e-mail's base64 or quoted-printable text parts are also scored decoded (what its reader
+    A model trained on what releases add (``added_only``) reads a diff without its removed lines
+    (:func:`added_view`); the coverage still counts every byte, removed lines being read, and left
+    out on purpose. An e-mail's base64 or quoted-printable text parts are also scored decoded (what its reader
     sees), in windows of their own; so is, with ``prose``, the text a diff adds inside code
     (comments, docstrings, sentence-like strings: :mod:`worker.core.prose`). The coverage stays
     that of the raw bytes, all of them.
@@ -161,7 +179,9 @@ def scored_answer(
     memory stays flat however large the artifact (one batch holds any artifact up to ~1 MB).
     """
     spans = window_spans(len(data), model.window, model.overlap)
-    sources = [(data, spans)]
+    # ``added_only``: an artifact flag of the lexical and semantic models; other models read raw bytes.
+    read = added_view(data) if getattr(model, "added_only", False) else data
+    sources = [(read, spans if read is data else window_spans(len(read), model.window, model.overlap))]
     sources += [
         (part, window_spans(len(part), model.window, model.overlap)) for part in decoded_text_parts(data)
     ]
