@@ -80,6 +80,40 @@ def test_wrong_password_is_refused_and_repeated_failures_are_throttled(web):
     assert sign_in(web, "bob") == 303  # another reviewer is not locked out
 
 
+class RecordingLog:
+    """Stands in for the review app's logger (whatever level and caching structlog was set up with)."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+
+    def __getattr__(self, level: str):
+        return lambda event, **kw: self.events.append({"event": event, "level": level, **kw})
+
+
+@pytest.fixture()
+def logs(monkeypatch) -> list[dict]:
+    recording = RecordingLog()
+    monkeypatch.setattr("worker.web.review.app.log", recording)
+    return recording.events
+
+
+def test_a_failed_login_logs_no_typed_name(web, logs):
+    """A password typed into the name field on a failed or throttled log-in never reaches the log."""
+    typed = "hunter2-secret-typed-as-name"
+    codes = [sign_in(web, typed, "wrong password!") for _ in range(6)]
+    assert codes == [401] * 5 + [429]
+    failed = [e for e in logs if e["event"] in ("review_login_failed", "review_login_throttled")]
+    assert len(failed) == 6
+    assert all(typed not in json.dumps(e, default=str) for e in logs)
+    assert len({e["name_tag"] for e in failed}) == 1  # one typed name, one tag: repeats still show
+
+
+def test_a_successful_login_still_logs_the_reviewer(web, logs):
+    """A log-in that succeeds names the reviewer (a known name, not free text) in the log."""
+    assert sign_in(web, "alice") == 303
+    assert [e.get("reviewer") for e in logs if e["event"] == "review_login"] == ["alice"]
+
+
 def test_a_form_without_the_csrf_token_is_refused(web, gate):
     """A decision posted without (or with another session's) CSRF token changes nothing."""
     gid = quarantined(gate)

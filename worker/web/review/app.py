@@ -8,6 +8,8 @@ the same code as ``canary review decide`` (worker.pipeline.review.resolve).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import secrets
 from pathlib import Path
 from typing import Any
@@ -71,6 +73,7 @@ class ReviewApp:
             log.warning("review_secret_unset", detail="random session key: sessions end on restart")
         self.sessions = Sessions(secret or secrets.token_urlsafe(32))
         self.trusted_header = (settings.review_trusted_header or "").strip().lower() or None
+        self.tag_key = secrets.token_bytes(32)
         self.by_name = Throttle(limit=5, window_s=900)
         self.by_address = Throttle(limit=30, window_s=900)
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
@@ -98,6 +101,12 @@ class ReviewApp:
             return RedirectResponse("/", status_code=303)
         return self.page(request, session, "login.html")
 
+    def name_tag(self, name: str) -> str:
+        """A short keyed hash standing for a name typed on a failed log-in: one typed name gives one
+        tag while this app runs, so repeats can be told apart, but the log never holds the typed
+        text (a password typed into the name field) nor a hash that can be guessed offline."""
+        return hmac.new(self.tag_key, name.encode(), hashlib.sha256).hexdigest()[:12]
+
     async def login(self, request: Request) -> Response:
         session = self.sessions.load(request)
         form = await request.form()
@@ -106,14 +115,14 @@ class ReviewApp:
         name, password = str(form.get("name", "")).strip(), str(form.get("password", ""))
         address = request.client.host if request.client else "?"
         if self.by_name.blocked(name) or self.by_address.blocked(address):
-            log.warning("review_login_throttled", reviewer=name[:64], address=address)
+            log.warning("review_login_throttled", name_tag=self.name_tag(name), address=address)
             msg = "Too many failed log-ins: wait 15 minutes."
             return self.page(request, session, "login.html", status=429, error=msg)
         row = await run_in_threadpool(self.store.check_password, name, password)
         if row is None:
             self.by_name.fail(name)
             self.by_address.fail(address)
-            log.info("review_login_failed", reviewer=name[:64], address=address)
+            log.info("review_login_failed", name_tag=self.name_tag(name), address=address)
             return self.page(request, session, "login.html", status=401, error="Wrong name or password.")
         self.by_name.clear(name)
         log.info("review_login", reviewer=name, address=address)
