@@ -1,1 +1,0 @@
-"""Operator and reviewer commands added to the ``canary`` CLI (registered in ``worker.cli``)."""
