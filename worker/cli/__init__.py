@@ -10,9 +10,9 @@ import typer
 from worker.cli import gate, ops
 from worker.cli.ops import flower_argv
 from worker.cli.review import review_app
-from worker.commands.review_extras import audit_command, export_command
-from worker.commands.stuck import stuck_command
-from worker.commands.suppress import suppress_command, suppressions_command, unsuppress_command
+from worker.cli.review_extras import audit_command, export_command
+from worker.cli.stuck import stuck_command
+from worker.cli.suppress import suppress_command, suppressions_command, unsuppress_command
 from worker.web.review.commands import add_user_command, token_command
 from worker.web.review.commands import serve_command as review_serve_command
 from worker.web.serve import serve_command
