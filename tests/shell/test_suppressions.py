@@ -3,6 +3,7 @@ pass later, named in the report; anything new in the same file still blocks; rev
 
 from __future__ import annotations
 
+import getpass
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,29 @@ def test_revoked_suppressions_block_again_and_changes_are_audited(suppressed) ->
     events = [e.event for e in gate.rt.repo.audit_trail(origin)]
     assert "suppression:added" in events and "suppression:revoked" in events
     assert first  # the CLI listed it before the revocation
+
+
+def test_the_cli_suppresses_as_the_reviewer_decide_knows(tmp_path: Path) -> None:
+    """`review suppress`/`unsuppress` act as the reviewer mapped to this OS user; a --by naming
+    someone else is refused, as `review decide` refuses it."""
+    gate = EmbeddedGate(Settings(data_dir=tmp_path / "canary"))
+    first = gate.submit(HOOK.encode(), [POLICY]).gates[0]
+    resolve(gate.rt, first.id, "allow", "ann", "the vendor's own global helper; checked")
+    env = {"CANARY_DATA_DIR": str(gate.settings.data_dir), "CANARY_REVIEW_TOKEN": None}
+    runner = CliRunner()
+    added = runner.invoke(
+        app, ["review", "add-user", "ann", "--os-user", getpass.getuser()], input="a-long-password\n", env=env
+    )
+    assert added.exit_code == 0, added.output
+    other = runner.invoke(app, ["review", "suppress", first.id, "--reason", "ok", "--by", "bo"], env=env)
+    assert other.exit_code == 2 and "not you" in other.output
+    made = runner.invoke(app, ["review", "suppress", first.id, "--reason", "vendor helper"], env=env)
+    assert made.exit_code == 0, made.output
+    suppression_id = made.stdout.split("\t")[0]
+    gone = runner.invoke(app, ["review", "unsuppress", suppression_id], env=env)
+    assert gone.exit_code == 0 and gone.stdout.strip() == f"{suppression_id}\trevoked by ann"
+    actors = {e.actor for e in gate.rt.repo.audit_trail(first.id) if e.event.startswith("suppression:")}
+    assert actors == {"person:ann"}
 
 
 def test_only_a_gate_a_person_allowed_can_be_suppressed(tmp_path: Path) -> None:

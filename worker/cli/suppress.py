@@ -8,17 +8,26 @@ from typing import Annotated, Any
 import typer
 
 
-def _runtime() -> Any:
+def _runtime(settings: Any = None) -> Any:
     from pydantic import ValidationError
 
     from worker.pipeline.runtime import build_runtime
     from worker.settings import Settings
 
     try:
-        return build_runtime(Settings(), role="reviewer")
+        return build_runtime(settings or Settings(), role="reviewer")
     except ValidationError as exc:
         typer.echo(f"canary: invalid settings: {exc.errors()[0]['msg']}", err=True)
         raise typer.Exit(2) from exc
+
+
+def _reviewer(by: str | None) -> tuple[Any, str]:
+    """The settings and the reviewer running the command, found as `canary review decide` finds them."""
+    from worker.cli.usage import load_settings
+    from worker.web.review.commands import cli_reviewer
+
+    settings = load_settings()
+    return settings, cli_reviewer(settings, by)
 
 
 def _row(s: Any) -> dict[str, Any]:
@@ -38,18 +47,22 @@ def _row(s: Any) -> dict[str, Any]:
 
 def suppress_command(
     gate_id: Annotated[str, typer.Argument(help="A gate a reviewer allowed.")],
-    by: Annotated[str, typer.Option("--by", help="Reviewer name (audited).")],
     reason: Annotated[str, typer.Option("--reason", help="Why this evidence is benign.")],
     expires: Annotated[str, typer.Option("--expires", help="How long it holds (90d, 12h).")] = "90d",
+    by: Annotated[str | None, typer.Option("--by", hidden=True, help="Deprecated: must name you.")] = None,
 ) -> None:
     """Suppress the exact pre-check evidence of a gate you allowed: its rule, file and the sha256 of
-    its hunk. Later gates whose only evidence it is are not blocked by the pre-check."""
+    its hunk. Later gates whose only evidence it is are not blocked by the pre-check.
+
+    You are the reviewer `canary review decide` names: CANARY_REVIEW_TOKEN's owner, or the one
+    mapped to your OS user (`canary review add-user NAME --os-user USER`)."""
     from worker.pipeline.stuck import parse_duration
     from worker.pipeline.suppressions import SuppressionError, suppress_gate
 
+    settings, person = _reviewer(by)
     try:
         days = parse_duration(expires) / 86400
-        made = suppress_gate(_runtime(), gate_id, by, reason, days)
+        made = suppress_gate(_runtime(settings), gate_id, person, reason, days)
     except (ValueError, SuppressionError) as exc:
         typer.echo(f"canary: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -75,14 +88,16 @@ def unsuppress_command(
     suppression_id: Annotated[
         str, typer.Argument(help="Suppression id (from `canary review suppressions`).")
     ],
-    by: Annotated[str, typer.Option("--by", help="Reviewer name (audited).")],
+    by: Annotated[str | None, typer.Option("--by", hidden=True, help="Deprecated: must name you.")] = None,
 ) -> None:
-    """Revoke a suppression: its evidence blocks again from the next gate on (within 30 s)."""
+    """Revoke a suppression: its evidence blocks again from the next gate on (within 30 s). You are
+    the reviewer `canary review decide` names (CANARY_REVIEW_TOKEN's owner, or your OS user's)."""
     from worker.pipeline.suppressions import SuppressionError, revoke
 
+    settings, person = _reviewer(by)
     try:
-        s = revoke(_runtime(), suppression_id, by)
+        s = revoke(_runtime(settings), suppression_id, person)
     except SuppressionError as exc:
         typer.echo(f"canary: {exc}", err=True)
         raise typer.Exit(2) from exc
-    typer.echo(f"{s.id}\trevoked by {by}")
+    typer.echo(f"{s.id}\trevoked by {person}")

@@ -98,7 +98,7 @@ def suppress_gate(rt: Runtime, gate_id: str, person: str, reason: str, days: flo
     from worker.pipeline.steps import load_artifact
 
     if not person.strip() or not reason.strip():
-        raise SuppressionError("a suppression needs --by NAME and --reason WHY")
+        raise SuppressionError("a suppression needs a reviewer and --reason WHY")
     gate = rt.repo.get(gate_id)
     if gate is None:
         raise SuppressionError(f"gate {gate_id} is unknown")
