@@ -13,9 +13,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlmodel import Session, col, select
-
-from worker.adapters.db import REVIEWED, AuditEvent, Gate
+from worker.adapters.db import AuditEvent
 from worker.pipeline.ref import GateRef
 from worker.pipeline.runtime import Runtime
 from worker.pipeline.steps import ArtifactCorruptError, load_artifact
@@ -43,11 +41,7 @@ def _aware(at: datetime) -> datetime:
 
 def audit_events(rt: Runtime, gate_id: str | None = None, since: datetime | None = None) -> list[AuditEvent]:
     """The audit trail in order: of one gate, or of every gate, from ``since`` on."""
-    stmt = select(AuditEvent)
-    if gate_id:
-        stmt = stmt.where(AuditEvent.gate_id == gate_id)
-    with Session(rt.repo.engine, expire_on_commit=False) as session:
-        events = list(session.exec(stmt.order_by(col(AuditEvent.id))).all())
+    events = rt.repo.audit_events(gate_id)
     if since is not None:  # compared in Python: SQLite hands back naive times
         events = [e for e in events if _aware(e.at) >= since]
     return events
@@ -55,12 +49,9 @@ def audit_events(rt: Runtime, gate_id: str | None = None, since: datetime | None
 
 def reviewed_records(rt: Runtime, since: datetime | None = None) -> Iterator[dict[str, Any]]:
     """Each gate a person decided (its latest decision), as a labelled record; oldest first."""
-    with Session(rt.repo.engine, expire_on_commit=False) as session:
-        events = session.exec(
-            select(AuditEvent).where(col(AuditEvent.event).startswith(REVIEWED)).order_by(col(AuditEvent.id))
-        ).all()
-        latest = {e.gate_id: e for e in events if since is None or _aware(e.at) >= since}
-        gates = {g.id: g for g in session.exec(select(Gate).where(col(Gate.id).in_(list(latest)))).all()}
+    events = rt.repo.reviewed_events()
+    latest = {e.gate_id: e for e in events if since is None or _aware(e.at) >= since}
+    gates = rt.repo.gates_by_id(list(latest))
     for gate_id, event in latest.items():
         gate = gates.get(gate_id)
         if gate is None or gate.status not in ("allow", "quarantine"):

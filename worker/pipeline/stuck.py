@@ -22,9 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 
-from sqlmodel import Session, col, select
-
-from worker.adapters.db import OPEN_STATUSES, AuditEvent, Gate, GateStatus, Submission, utcnow
+from worker.adapters.db import Gate, GateStatus, utcnow
 from worker.adapters.progress import fan_out_state
 from worker.pipeline.routing import publish_allowed
 from worker.pipeline.runtime import Runtime
@@ -69,27 +67,7 @@ def stuck_gates(rt: Runtime, older_than_s: float, now: datetime | None = None) -
     """Open gates untouched for ``older_than_s`` and allowed submissions not published, oldest first."""
     now = now or utcnow()
     before = now - timedelta(seconds=older_than_s)
-    with Session(rt.repo.engine, expire_on_commit=False) as session:
-        gates = list(
-            session.exec(
-                select(Gate).where(col(Gate.status).in_(OPEN_STATUSES), col(Gate.updated_at) < before)
-            ).all()
-        )
-        subs = list(
-            session.exec(
-                select(Submission).where(
-                    Submission.status == "allow",
-                    Submission.published == False,  # noqa: E712
-                    col(Submission.created_at) < before,
-                )
-            ).all()
-        )
-        unpublished = {gid: sub.id for sub in subs for gid in sub.gates}
-        allowed = (
-            session.exec(select(Gate).where(col(Gate.id).in_(list(unpublished)))).all() if unpublished else []
-        )
-        gates.extend(allowed)
-        last = _last_events(session, [g.id for g in gates])
+    gates, unpublished, last = rt.repo.stale(before)
     ledger = rt.progress.read([g.id for g in gates if g.status == GateStatus.running])
     out = []
     for gate in gates:
@@ -125,15 +103,6 @@ def _stage(gate: Gate, entry: dict[str, str], unpublished: bool) -> str:
     return "callback not run"
 
 
-def _last_events(session: Session, gate_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-    if not gate_ids:
-        return {}
-    rows = session.exec(
-        select(AuditEvent).where(col(AuditEvent.gate_id).in_(list(gate_ids))).order_by(col(AuditEvent.id))
-    ).all()
-    return {row.gate_id: (row.actor, row.event) for row in rows}
-
-
 def requeue(rt: Runtime, stuck: Sequence[StuckGate], operator: str, enqueue: Callable[[str], None]) -> int:
     """Send each stuck gate on again: open gates get a new pre-check message, allowed submissions
     their allowed message. Audited as ``requeued`` by ``operator:<name>``."""
@@ -163,6 +132,4 @@ def to_review(rt: Runtime, stuck: Sequence[StuckGate], operator: str) -> int:
 
 
 def _submission_gates(rt: Runtime, submission_id: str) -> list[str]:
-    with Session(rt.repo.engine) as session:
-        sub = session.get(Submission, submission_id)
-        return sub.gates if sub else []
+    return rt.repo.submission_gates(submission_id)

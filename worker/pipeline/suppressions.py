@@ -15,36 +15,15 @@ from __future__ import annotations
 
 import hashlib
 import time
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlmodel import Field, Session, SQLModel, col, select
-
-from worker.adapters.db import REVIEWED, AuditEvent, Gate, GateStatus, utcnow
+from worker.adapters.db import REVIEWED, Gate, GateStatus, utcnow
+from worker.adapters.db.suppressions import Suppression, SuppressionRepo
 from worker.core.errors import UsageError
 from worker.core.models import Evidence, PrecheckResult
 from worker.pipeline.ref import GateRef
 from worker.pipeline.runtime import Runtime
-
-
-class Suppression(SQLModel, table=True):
-    """One suppressed piece of evidence: rule, file and content hash under one policy."""
-
-    __tablename__ = "suppressions"
-
-    id: str = Field(default_factory=lambda: uuid.uuid4().hex[:16], primary_key=True, max_length=16)
-    policy_id: str = Field(index=True)
-    rule_id: str
-    path: str = ""
-    content_sha256: str = Field(max_length=64)
-    reason: str
-    created_by: str
-    from_gate: str = Field(max_length=32)
-    created_at: datetime = Field(default_factory=utcnow)
-    expires_at: datetime
-    revoked_at: datetime | None = None
-    revoked_by: str | None = None
 
 
 class SuppressionError(UsageError):
@@ -62,8 +41,8 @@ def _aware(at: datetime) -> datetime:
     return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
-def _ensure_table(rt: Runtime) -> None:
-    Suppression.__table__.create(rt.repo.engine, checkfirst=True)  # type: ignore[attr-defined]
+def _repo(rt: Runtime) -> SuppressionRepo:
+    return SuppressionRepo(rt.repo.engine)
 
 
 def evidence_key(data: bytes, evidence: Evidence) -> EvidenceKey:
@@ -113,7 +92,7 @@ def suppress_gate(rt: Runtime, gate_id: str, person: str, reason: str, days: flo
     data = load_artifact(rt, GateRef.of(gate)).data
     keys = list(dict.fromkeys(evidence_key(data, e) for e in evidence))
     expires = utcnow() + timedelta(days=days)
-    _ensure_table(rt)
+    repo = _repo(rt)
     made = [
         Suppression(
             policy_id=gate.policy_id, rule_id=k.rule_id, path=k.path[:1000], content_sha256=k.content_sha256,
@@ -121,18 +100,7 @@ def suppress_gate(rt: Runtime, gate_id: str, person: str, reason: str, days: flo
         )
         for k in keys
     ]  # fmt: skip
-    with Session(rt.repo.engine, expire_on_commit=False) as session:
-        for s in made:
-            session.add(s)
-        session.flush()
-        for s in made:
-            detail = f"suppression={s.id} rule={s.rule_id} path={s.path} sha256={s.content_sha256[:16]} until={expires.date()}"
-            session.add(
-                AuditEvent(
-                    gate_id=gate.id, event="suppression:added", actor=f"person:{person}", detail=detail
-                )
-            )
-        session.commit()
+    repo.add(made, person)
     _CACHE.clear()
     return made
 
@@ -151,9 +119,7 @@ def _precheck_json(report: str) -> str:
 
 
 def list_suppressions(rt: Runtime, include_inactive: bool = False) -> list[Suppression]:
-    _ensure_table(rt)
-    with Session(rt.repo.engine, expire_on_commit=False) as session:
-        rows = list(session.exec(select(Suppression).order_by(col(Suppression.created_at))).all())
+    rows = _repo(rt).all()
     if include_inactive:
         return rows
     now = utcnow()
@@ -161,22 +127,9 @@ def list_suppressions(rt: Runtime, include_inactive: bool = False) -> list[Suppr
 
 
 def revoke(rt: Runtime, suppression_id: str, person: str) -> Suppression:
-    _ensure_table(rt)
-    with Session(rt.repo.engine, expire_on_commit=False) as session:
-        found = session.get(Suppression, suppression_id)
-        if found is None or found.revoked_at is not None:
-            raise SuppressionError(f"no active suppression {suppression_id}")
-        found.revoked_at, found.revoked_by = utcnow(), person
-        session.add(found)
-        session.add(
-            AuditEvent(
-                gate_id=found.from_gate,
-                event="suppression:revoked",
-                actor=f"person:{person}",
-                detail=f"suppression={found.id}",
-            )
-        )
-        session.commit()
+    found = _repo(rt).revoke(suppression_id, person)
+    if found is None:
+        raise SuppressionError(f"no active suppression {suppression_id}")
     _CACHE.clear()
     return found
 
@@ -190,14 +143,8 @@ def _live(rt: Runtime, policy_id: str) -> list[Suppression]:
     cached = _CACHE.get(key)
     if cached is not None and time.monotonic() - cached[0] < _TTL_S:
         return cached[1]
-    _ensure_table(rt)
+    rows = _repo(rt).not_revoked(policy_id)
     now = utcnow()
-    with Session(rt.repo.engine, expire_on_commit=False) as session:
-        rows = session.exec(
-            select(Suppression).where(
-                Suppression.policy_id == policy_id, col(Suppression.revoked_at).is_(None)
-            )
-        ).all()
     live = [s for s in rows if _aware(s.expires_at) > now]
     _CACHE[key] = (time.monotonic(), live)
     return live

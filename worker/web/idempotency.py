@@ -12,29 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import datetime
 
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, Session, SQLModel
-
-from worker.adapters.db import utcnow
+from worker.adapters.db import Engine
+from worker.adapters.db.intake_keys import IntakeKey, IntakeKeyRepo
 from worker.core.errors import UsageError
 
 MAX_KEY_CHARS = 255
-
-
-class IntakeKey(SQLModel, table=True):
-    """One ``Idempotency-Key`` seen by the intake server and the answer it got."""
-
-    __tablename__ = "intake_keys"
-
-    key: str = Field(primary_key=True, max_length=64)  # sha256 of (token scope, client key)
-    request_sha256: str = Field(max_length=64)
-    submission_id: str = Field(max_length=32)
-    gate_ids: str
-    metadata_json: str = ""
-    created_at: datetime = Field(default_factory=utcnow)
 
 
 @dataclass(frozen=True)
@@ -55,16 +38,15 @@ def scoped_key(scope: str, key: str) -> str:
 class IntakeKeys:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        IntakeKey.__table__.create(engine, checkfirst=True)  # type: ignore[attr-defined]
+        self.repo = IntakeKeyRepo(engine)
 
     def find(self, key: str, request_sha256: str) -> Answer | None:
-        with Session(self.engine) as session:
-            row = session.get(IntakeKey, key)
-            if row is None:
-                return None
-            if row.request_sha256 != request_sha256:
-                raise KeyReusedError
-            return Answer(row.submission_id, json.loads(row.gate_ids), replayed=True)
+        row = self.repo.get(key)
+        if row is None:
+            return None
+        if row.request_sha256 != request_sha256:
+            raise KeyReusedError
+        return Answer(row.submission_id, json.loads(row.gate_ids), replayed=True)
 
     def remember(self, key: str, request_sha256: str, answer: Answer, metadata: str) -> Answer:
         """Store ``answer`` under ``key``; when a concurrent request stored one first, that one wins."""
@@ -75,11 +57,7 @@ class IntakeKeys:
             gate_ids=json.dumps(answer.gate_ids),
             metadata_json=metadata,
         )
-        try:
-            with Session(self.engine) as session:
-                session.add(row)
-                session.commit()
-        except IntegrityError:
+        if not self.repo.insert(row):
             winner = self.find(key, request_sha256)
             if winner is not None:
                 return winner

@@ -1,6 +1,11 @@
 """The gate database: tables (``tables``), the portable repository that holds all of its SQL
-(``repository``, its metrics reads in ``gauges``), that repository's Postgres fast paths
-(``postgres``) and the engines with the boundary that translates the driver's errors (``engine``)."""
+(``repository``, its metrics reads in ``gauges``, its review and stuck-gate reads in ``reads``),
+that repository's Postgres fast paths (``postgres``), the engines with the boundary that translates
+the driver's errors (``engine``), and the small sibling repositories of the suppressions and the
+intake's idempotency keys (``suppressions``, ``intake_keys``). Nothing outside ``worker.adapters``
+imports sqlalchemy or sqlmodel: code that types an engine names it ``worker.adapters.db.Engine``."""
+
+from sqlalchemy.engine import Engine
 
 from worker.adapters.db.engine import make_engine, make_reader_engine
 from worker.adapters.db.repository import GateRepo
@@ -24,6 +29,7 @@ __all__ = [
     "REVIEWED",
     "TERMINAL_STATUSES",
     "AuditEvent",
+    "Engine",
     "Gate",
     "GateRepo",
     "GateStatus",

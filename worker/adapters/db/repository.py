@@ -21,6 +21,7 @@ from sqlmodel import Session, SQLModel, col, select
 from worker.adapters.db import postgres
 from worker.adapters.db.engine import translated
 from worker.adapters.db.gauges import GateGauges
+from worker.adapters.db.reads import GateReads
 from worker.adapters.db.tables import (
     OPEN_STATUSES,
     REVIEWED,
@@ -36,7 +37,7 @@ from worker.adapters.db.tables import (
 )
 
 
-class GateRepo(GateGauges):
+class GateRepo(GateGauges, GateReads):
     """All reads and writes of gate state. Transitions are conditional updates."""
 
     def __init__(self, engine: Engine) -> None:
