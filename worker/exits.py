@@ -24,16 +24,17 @@ EXIT_INFRASTRUCTURE = 3
 
 def exit_code_for(exc: BaseException) -> int | None:
     """2 for a configuration mistake, 3 for a service that failed, None for anything else (a bug)."""
-    from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
-
+    from worker.adapters.db.engine import driver_error_kind
     from worker.core.errors import ConfigError, DatabaseError, StorageError
 
     chain = [exc]
     while chain[-1].__cause__ is not None and len(chain) < 8:  # a translated error keeps its cause
         chain.append(chain[-1].__cause__)
-    if any(isinstance(e, ConfigError | ArgumentError | NoSuchModuleError) for e in chain):
+    if any(isinstance(e, ConfigError) or driver_error_kind(e) == "config" for e in chain):
         return EXIT_CONFIG
-    if isinstance(exc, StorageError | DatabaseError | DBAPIError | ConnectionError | TimeoutError):
+    if isinstance(exc, StorageError | DatabaseError | ConnectionError | TimeoutError):
+        return EXIT_INFRASTRUCTURE
+    if driver_error_kind(exc) == "service":
         return EXIT_INFRASTRUCTURE
     return EXIT_INFRASTRUCTURE if _is_service_error(exc) else None
 

@@ -114,3 +114,25 @@ def celery_importers() -> set[str]:
 def test_only_the_celery_layer_imports_celery():
     """Outside worker/tasks no product module imports celery."""
     assert celery_importers() == set()
+
+
+ADAPTERS = ROOT / "worker" / "adapters"
+# The database and S3 client libraries: only the I/O adapters speak them (all SQL lives in the
+# repositories under worker/adapters/db; their errors are translated there).
+ADAPTER_ONLY = frozenset({"sqlalchemy", "sqlmodel", "botocore", "boto3"})
+
+
+def adapter_library_importers() -> dict[str, list[str]]:
+    found = {}
+    for path in python_files(*PRODUCT):
+        if path.is_relative_to(ADAPTERS):
+            continue
+        names = sorted({n.split(".")[0] for n in imported_modules(parse(path))} & ADAPTER_ONLY)
+        if names:
+            found[str(path.relative_to(ROOT))] = names
+    return found
+
+
+def test_only_the_adapters_import_the_database_and_s3_libraries():
+    """Outside worker/adapters no product module imports sqlalchemy, sqlmodel, botocore or boto3."""
+    assert adapter_library_importers() == {}

@@ -129,6 +129,15 @@ class S3Store:
             raise StorageError(f"cannot head s3://{self.bucket}/{key}: {type(exc).__name__}") from exc
 
 
+def warm_s3_client() -> None:
+    """Have boto3 load its endpoint and service data once, in the parent: every forked child's
+    first S3 client is then quick, instead of a second or more of JSON parsing on a loaded
+    machine inside that child's first task (whose soft time limit may be a second)."""
+    import boto3
+
+    boto3.client("s3", region_name="us-east-1")  # no request is made; the data stays cached
+
+
 class CachedReader:
     """A small per-process LRU over an object store for the detect fan-out."""
 

@@ -38,18 +38,11 @@ def preload() -> dict[str, float]:
     return took
 
 
-def warm_s3_client() -> None:
-    """Have boto3 load its endpoint and service data once, in the parent: every forked child's
-    first S3 client is then quick, instead of a second or more of JSON parsing on a loaded
-    machine inside that child's first task (whose soft time limit may be a second)."""
-    import boto3
-
-    boto3.client("s3", region_name="us-east-1")  # no request is made; the data stays cached
-
-
 def on_worker_init(sender: Any = None, **_: Any) -> None:
     settings = getattr(getattr(sender, "app", None), "canary_settings", None)
     if settings is not None and settings.use_s3:
+        from worker.adapters.storage import warm_s3_client
+
         warm_s3_client()
     preload()
     warm_imports()

@@ -105,3 +105,13 @@ def aware(value: Any) -> datetime | None:
     if not isinstance(value, datetime):
         return None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def driver_error_kind(exc: BaseException) -> str | None:
+    """``"config"`` for a database URL or driver mistake, ``"service"`` for a failure the driver
+    reported, None for anything else (for ``worker.exits``, which imports no sqlalchemy)."""
+    from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+
+    if isinstance(exc, ArgumentError | NoSuchModuleError):
+        return "config"
+    return "service" if isinstance(exc, DBAPIError) else None
