@@ -27,7 +27,6 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import structlog
 
 from worker.core.detector import Artifact, verdict_output
@@ -35,9 +34,8 @@ from worker.core.errors import DetectorError
 from worker.core.fence import fence_artifact, leaked, new_canary_sentence, new_nonce, skeleton
 from worker.core.models import Answer, ErrorKind, Verdict
 from worker.core.policy import HarmPolicy
-from worker.detectors.llm.api import APIS, ChatClient
-from worker.detectors.llm.chat import WindowTally, artifact_windows
-from worker.detectors.llm.options import ProbeOptions, parse_options
+from worker.detectors.llm.base import ChatDetector, WindowTally
+from worker.detectors.llm.options import ProbeOptions
 
 log = structlog.get_logger(__name__)
 
@@ -138,26 +136,20 @@ def compromise_signals(reply: str, bait: Bait, source: str) -> tuple[str, ...]:
     return tuple(name for name, hit in checks.items() if hit)
 
 
-class CanaryProbeDetector:
+class CanaryProbeDetector(ChatDetector[ProbeOptions]):
     """``kind: canary-probe``: a sacrificial model over ``api: openai | anthropic | ollama``."""
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        timeout_s: float = 30.0,
-        transport: httpx.BaseTransport | None = None,
-        **options: Any,
-    ) -> None:
-        self.name = name
-        self.opts = parse_options(ProbeOptions, name, options)
-        self.client = ChatClient(
-            APIS[self.opts.api](), self.opts, name=name, timeout_s=timeout_s, transport=transport
-        )
+    options_type = ProbeOptions
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.backend = f"canary-probe:{self.client.backend}"
 
+    def api(self) -> str:
+        return self.opts.api
+
     def answer(self, artifact: Artifact, policy: HarmPolicy) -> Answer:
-        windows = artifact_windows(artifact.data, self.opts.window_chars, self.opts.overlap_chars)
+        windows = self.windows(artifact.data)
         tally = WindowTally(artifact.size, self.opts)
         found: list[str] = []
         for number, (span, text) in enumerate(windows, start=1):
