@@ -187,3 +187,18 @@ def _tail(path: Path, lines: int = 20) -> str:
     except OSError:
         return "(no log)"
     return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_canary(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``canary ARGS...`` in a subprocess with ``env`` over this process's environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "worker", *args],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -12,24 +10,11 @@ import boto3
 import pytest
 from kombu import Connection
 
+from tests.integration.services import run_canary
 from worker.core.models import Report
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "policies"
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
-
-
-def canary(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "worker", *args],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def wait_terminal(gate_ids: list[str], timeout: float = 600.0, sweep_env: dict[str, str] | None = None):
@@ -46,7 +31,7 @@ def wait_terminal(gate_ids: list[str], timeout: float = 600.0, sweep_env: dict[s
             open_ = {g.id: g.status for g in gates.values() if not g.terminal}
             raise AssertionError(f"{len(open_)} gates still open: {list(open_.items())[:5]}")
         if sweep_env is not None:
-            canary(sweep_env, "sweep")
+            run_canary(sweep_env, "sweep")
         time.sleep(0.5)
 
 
@@ -68,7 +53,7 @@ def drain(env: dict[str, str], queue: str) -> list[dict]:
 def test_submit_routes_each_decision_to_its_destination(service_env, start_worker):
     """Allowed items reach canary.allowed, quarantined ones the encrypted bucket, the rest review."""
     start_worker(service_env, concurrency=2)
-    out = canary(
+    out = run_canary(
         service_env,
         "submit",
         "--json",
@@ -80,7 +65,7 @@ def test_submit_routes_each_decision_to_its_destination(service_env, start_worke
     allow_id = json.loads(out.stdout.splitlines()[0])["gate_id"]
     ids = {"allow": allow_id}
     for policy in ("harmful", "malformed"):
-        res = canary(
+        res = run_canary(
             service_env,
             "submit",
             "--json",
@@ -95,7 +80,7 @@ def test_submit_routes_each_decision_to_its_destination(service_env, start_worke
     assert gates[ids["harmful"]].status == "quarantine"
     assert gates[ids["malformed"]].status == "review"
 
-    status = canary(service_env, "status", "--json", *ids.values())
+    status = run_canary(service_env, "status", "--json", *ids.values())
     rows = [json.loads(line) for line in status.stdout.splitlines()]
     assert [r["status"] for r in rows] == ["allow", "quarantine", "review"]
     assert Report.model_validate(rows[1]["report"]).decision == "quarantine"
@@ -121,8 +106,8 @@ def test_submit_routes_each_decision_to_its_destination(service_env, start_worke
 def test_same_bytes_same_policy_returns_existing_gate(service_env):
     """Submitting identical bytes under the same policy twice yields one gate."""
     args = ("submit", "--json", "--policy", str(FIXTURES / "trivial.yaml"), str(FIXTURES / "harmful.yaml"))
-    first = json.loads(canary(service_env, *args).stdout)
-    second = json.loads(canary(service_env, *args).stdout)
+    first = json.loads(run_canary(service_env, *args).stdout)
+    second = json.loads(run_canary(service_env, *args).stdout)
     assert first["gate_id"] == second["gate_id"]
     assert first["new"] is True and second["new"] is False
 
@@ -152,7 +137,7 @@ def test_gate_past_its_deadline_goes_to_review(service_env):
     rt = build_runtime(Settings(gate_deadline_s=0.01), role="test")
     sub = submit_artifact(rt, b"nobody home", [str(FIXTURES / "trivial.yaml")], enqueue=lambda _gid: None)
     time.sleep(0.05)
-    out = canary(service_env, "sweep", "--json")
+    out = run_canary(service_env, "sweep", "--json")
     assert json.loads(out.stdout)["overdue"] == 1
     gate = rt.repo.get(sub.gates[0].id)
     assert gate.status == "review" and gate.reason == "deadline exceeded"
@@ -163,7 +148,7 @@ def test_batched_submit_decides_each_gate_under_its_own_policy(service_env, star
     start_worker(service_env, concurrency=2)
     files = [str(FIXTURES / f"{name}.yaml") for name in ("trivial", "harmful", "malformed")]
     policies = ("--policy", str(FIXTURES / "patient.yaml"), "--policy", str(FIXTURES / "malformed.yaml"))
-    out = canary(service_env, "submit", "--json", *policies, *files)
+    out = run_canary(service_env, "submit", "--json", *policies, *files)
     assert out.returncode == 0, out.stderr
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     assert len(rows) == 6 and {r["source"] for r in rows} == set(files)
@@ -189,7 +174,7 @@ def test_artifact_text_never_reaches_the_worker_log(service_env, start_worker, t
     )
     benign = tmp_path / "notes.txt"
     benign.write_text(f"Meeting notes: {marker} ships on Friday.")
-    res = canary(
+    res = run_canary(
         service_env,
         "submit",
         "--json",
@@ -214,7 +199,7 @@ def test_a_reviewer_releases_a_quarantined_false_positive(service_env, start_wor
     """On Postgres and Redis: the quarantine queue lists the gate until a person releases it,
     the release is published on canary.allowed and audited; the bucket keeps the record."""
     start_worker(service_env, concurrency=1)
-    res = canary(
+    res = run_canary(
         service_env, "submit", "--json", "-p", str(FIXTURES / "harmful.yaml"), str(FIXTURES / "trivial.yaml")
     )
     assert res.returncode == 0, res.stderr
@@ -222,7 +207,7 @@ def test_a_reviewer_releases_a_quarantined_false_positive(service_env, start_wor
     gates, repo = wait_terminal([gid])
     assert gates[gid].status == "quarantine"
 
-    listed = canary(service_env, "review", "list", "--quarantined", "--json")
+    listed = run_canary(service_env, "review", "list", "--quarantined", "--json")
     assert [json.loads(line)["gate_id"] for line in listed.stdout.splitlines()] == [gid]
     from worker.adapters.db import make_engine
     from worker.adapters.reviewers import ReviewerStore
@@ -230,10 +215,10 @@ def test_a_reviewer_releases_a_quarantined_false_positive(service_env, start_wor
     store = ReviewerStore(make_engine(service_env["CANARY_DATABASE_URL"]))
     store.add("ops", "fixture-password")
     ops = service_env | {"CANARY_REVIEW_TOKEN": store.issue_token("ops")}
-    released = canary(ops, "review", "decide", gid, "-d", "allow", "--note", "fixture")
+    released = run_canary(ops, "review", "decide", gid, "-d", "allow", "--note", "fixture")
     assert released.returncode == 0, released.stderr
 
-    assert canary(service_env, "review", "list", "--quarantined").stdout == ""
+    assert run_canary(service_env, "review", "list", "--quarantined").stdout == ""
     assert [m["gate_id"] for m in drain(service_env, service_env["CANARY_ALLOWED_QUEUE"])] == [gid]
     assert ("reviewed:allow", "person:ops") in [(e.event, e.actor) for e in repo.audit_trail(gid)]
     s3 = boto3.client("s3", endpoint_url=service_env["CANARY_S3_ENDPOINT_URL"])

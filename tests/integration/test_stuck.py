@@ -3,34 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import redis
 
+from tests.integration.services import run_canary
 from worker.adapters.db import GateRepo, make_engine
 from worker.pipeline.intake import store_and_register
 from worker.pipeline.runtime import build_runtime
 from worker.settings import Settings
 from worker.tasks.app import create_app
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
-
-
-def canary(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "worker", *args],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_lost_detect_messages_are_listed_with_their_stage_and_swept(service_env, start_worker):
@@ -50,7 +35,7 @@ def test_lost_detect_messages_are_listed_with_their_stage_and_swept(service_env,
     assert broker.llen(dead_queue) == 3  # one detect per detector, waiting where nobody listens
     broker.delete(dead_queue)
 
-    listed = canary(service_env, "stuck", "--older-than", "0s", "--json")
+    listed = run_canary(service_env, "stuck", "--older-than", "0s", "--json")
     assert listed.returncode == 1, listed.stderr
     (row,) = [json.loads(line) for line in listed.stdout.splitlines()]
     assert (row["gate_id"], row["status"], row["stage"], row["attempts"]) == (
@@ -65,10 +50,10 @@ def test_lost_detect_messages_are_listed_with_their_stage_and_swept(service_env,
     deadline = time.monotonic() + 90
     repo = GateRepo(make_engine(settings.sqlalchemy_url))
     while (gate := repo.get(gate_id)) is not None and not gate.terminal and time.monotonic() < deadline:
-        canary(sweep_env, "sweep")
+        run_canary(sweep_env, "sweep")
         time.sleep(1)
     assert gate is not None and gate.status == "allow", gate
     assert gate.decided_at is not None and gate.decided_at <= gate.deadline
     events = [e.event for e in repo.audit_trail(gate_id)]
     assert "requeued" in events
-    assert canary(service_env, "stuck", "--older-than", "0s").returncode == 0
+    assert run_canary(service_env, "stuck", "--older-than", "0s").returncode == 0
