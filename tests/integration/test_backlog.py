@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_pipeline import canary, wait_terminal
+from tests.integration.services import run_canary
+from tests.integration.test_pipeline import wait_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
@@ -60,7 +61,7 @@ def test_a_backlog_of_300_is_decided_not_sent_to_review(service_env, start_worke
         start_new_session=True,
     )
     try:
-        out = canary(env, "submit", "--json", "--policy", "prompt-injection", str(inputs))
+        out = run_canary(env, "submit", "--json", "--policy", "prompt-injection", str(inputs))
         assert out.returncode == 0, out.stderr
         rows = [json.loads(line) for line in out.stdout.splitlines()]
         ids = {row["gate_id"]: kinds[row["source"]] for row in rows}

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_pipeline import canary, wait_terminal
+from tests.integration.services import run_canary
+from tests.integration.test_pipeline import wait_terminal
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "policies"
 pytestmark = pytest.mark.integration
@@ -29,7 +30,7 @@ def test_kill_minus_nine_mid_run_loses_nothing(service_env, start_worker, tmp_pa
     for i in range(200):
         (inputs / f"artifact-{i:03d}.txt").write_text(f"artifact number {i}\n")
     worker = start_worker(env, concurrency=2)
-    out = canary(env, "submit", "--json", "--policy", str(FIXTURES / "slow-split.yaml"), str(inputs))
+    out = run_canary(env, "submit", "--json", "--policy", str(FIXTURES / "slow-split.yaml"), str(inputs))
     assert out.returncode == 0, out.stderr
     ids = [json.loads(line)["gate_id"] for line in out.stdout.splitlines()]
     assert len(ids) == 200
