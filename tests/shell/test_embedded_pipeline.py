@@ -186,3 +186,16 @@ def test_each_gate_gets_its_own_runtime_even_when_an_old_app_is_gone(tmp_path):
         assert gate.rt.settings.data_dir == folder
         del gate
         gc.collect()
+
+
+def test_gate_steps_read_the_bytes_given_not_a_copy_from_the_store(gate, fixture_policy):
+    """An embedded scan holds its input once: no step reads the artifact back from the store."""
+    reads: list[str] = []
+    store_get = gate.rt.store.get
+    gate.rt.store.get = lambda key: reads.append(key) or store_get(key)  # type: ignore[method-assign]
+    data = b"a big input " * 1000
+    sub = gate.submit(data, [fixture_policy("trivial"), fixture_policy("harmful")])
+    assert [g.status for g in sub.gates] == ["allow", "quarantine"]
+    assert reads == []
+    assert gate.rt.reader.get(sub.gates[0].object_key) == data  # after the scan: from the store again
+    assert reads == [sub.gates[0].object_key]

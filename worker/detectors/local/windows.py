@@ -16,9 +16,9 @@ import hashlib
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -37,7 +37,7 @@ from worker.detectors.local.scan_statistic import WindowNull
 
 T = TypeVar("T")
 
-BATCH_BYTES = 1 << 20  # window text scored per model call (bounds a vote's memory)
+BATCH_BYTES = 1 << 20  # window text scored per model call, unless the model says (``batch_bytes``)
 
 _LOCK = threading.RLock()  # re-entrant: a model loader may load a shared artifact
 _CACHE: dict[tuple[str, str], tuple[tuple[str, ...], object]] = {}  # -> (digests, model)
@@ -96,7 +96,7 @@ def window_texts(data: bytes, spans: list[tuple[int, int]]) -> list[str]:
     return list(lazy_window_texts(data, spans))
 
 
-def lazy_window_texts(data: bytes, spans: list[tuple[int, int]]) -> Iterator[str]:
+def lazy_window_texts(data: bytes, spans: Iterable[tuple[int, int]]) -> Iterator[str]:
     """``window_texts``, one window at a time."""
     return (data[start:end].decode("utf-8", errors="replace") for start, end in spans)
 
@@ -114,6 +114,30 @@ def added_view(data: bytes) -> bytes:
         last = end
     pieces.append(data[last:])
     return b"".join(pieces)
+
+
+def added_view_windows(data: bytes, window: int, overlap: int) -> Iterator[bytes]:
+    """The windows of :func:`added_view` (``segment_spans`` of its length), without building it:
+    the same bytes, window by window, holding one window and one piece of at most ``window`` bytes
+    at a time (the view of a large diff was a second copy of it)."""
+    diff = parse_diff(data)
+    if diff is None or not len(diff.removed):
+        yield from (data[start:end] for start, end in segment_spans(len(data), window, overlap))
+        return
+    removed = diff.removed.tolist()
+    total = len(data) - sum(end - start for start, end in removed)
+    kept = zip([0] + [end for _, end in removed], [start for start, _ in removed] + [len(data)], strict=True)
+    pieces = ((at, min(at + window, hi)) for lo, hi in kept for at in range(lo, hi, window))
+    view = memoryview(data)
+    held, held_from = bytearray(), 0  # bytes [held_from, held_from + len(held)) of the view
+    for start, end in segment_spans(total, window, overlap):
+        while held_from + len(held) < end:
+            lo, hi = next(pieces)
+            held += view[lo:hi]
+        yield bytes(held[start - held_from : end - held_from])
+        drop = min(len(held), start + window - overlap - held_from)  # up to the next window's start
+        del held[:drop]  # a bytearray drops its head in O(1)
+        held_from += drop
 
 
 class WindowedModel(Protocol):
@@ -175,20 +199,27 @@ def scored_answer(
     sees), in windows of their own; so is, with ``prose``, the text a diff adds inside code
     (comments, docstrings, sentence-like strings: :mod:`worker.core.prose`). The coverage stays
     that of the raw bytes, all of them.
-    Windows are scored ``BATCH_BYTES`` of text at a time and only the best logit is kept, so
-    memory stays flat however large the artifact (one batch holds any artifact up to ~1 MB).
+    Windows are scored ``BATCH_BYTES`` (or the model's ``batch_bytes``) of text at a time and only
+    the best logit is kept, so memory stays flat however large the artifact; the windows, their
+    spans and the coverage are produced lazily, never as lists.
     """
-    spans = window_spans(len(data), model.window, model.overlap)
     # ``added_only``: an artifact flag of the lexical and semantic models; other models read raw bytes.
-    read = added_view(data) if getattr(model, "added_only", False) else data
-    sources = [(read, spans if read is data else window_spans(len(read), model.window, model.overlap))]
-    sources += [
-        (part, window_spans(len(part), model.window, model.overlap)) for part in decoded_text_parts(data)
-    ]
+    if getattr(model, "added_only", False):
+        first: Iterator[bytes] = added_view_windows(data, model.window, model.overlap)
+    else:
+        first = (data[start:end] for start, end in segment_spans(len(data), model.window, model.overlap))
+    sources = [*decoded_text_parts(data)]
     if prose and (text := diff_prose(data)):
-        sources.append((text, window_spans(len(text), model.window, model.overlap)))
-    windows = (text for source, its_spans in sources for text in lazy_window_texts(source, its_spans))
-    per_batch = max(1, BATCH_BYTES // model.window)
+        sources.append(text)
+    windows = chain(  # lazily: the spans of a 100 MB artifact as a list were 0.3 bytes per byte
+        (window.decode("utf-8", errors="replace") for window in first),
+        (
+            text
+            for source in sources
+            for text in lazy_window_texts(source, segment_spans(len(source), model.window, model.overlap))
+        ),
+    )
+    per_batch = max(1, getattr(model, "batch_bytes", BATCH_BYTES) // model.window)
     best: np.floating[Any] | None = None
     count = 0
     while batch := list(islice(windows, per_batch)):
@@ -199,6 +230,7 @@ def scored_answer(
             count += int(logits.size)
     score = best_window_score(model, best, count, reference_windows)
     verdict: Verdict = "harmful" if score >= threshold else "harmless"
+    spans = segment_spans(len(data), model.window, model.overlap)
     coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score)
 
