@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from worker.cli import app
 from worker.settings import Settings
 from worker.tasks.embedded import EmbeddedGate
 
@@ -22,3 +24,13 @@ def gate(tmp_path: Path) -> EmbeddedGate:
 def fixture_policy():
     """Path of a test policy in tests/fixtures/policies."""
     return lambda name: str(FIXTURES / f"{name}.yaml")
+
+
+@pytest.fixture()
+def run(tmp_path, monkeypatch):
+    """Invoke the CLI with an isolated embedded data folder."""
+    monkeypatch.setenv("CANARY_DATA_DIR", str(tmp_path / "data"))
+    for var in ("CANARY_BROKER_URL", "CANARY_DATABASE_URL", "CANARY_S3_ENDPOINT_URL"):
+        monkeypatch.delenv(var, raising=False)
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, list(args))
