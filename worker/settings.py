@@ -86,10 +86,10 @@ class Settings(BaseSettings):
     pypi_index_url: str | None = None
     npm_registry: str | None = None
     # Politeness per worker process (producers.registry.polite): requests in flight per host,
-    # seconds between their starts, the client's retries of 429/5xx/connection errors, and the
-    # fetch task's own retries (with backoff) once those are spent.
+    # requests per second per host (average; 0: no limit), the client's retries of
+    # 429/5xx/connection errors, and the fetch task's own retries (with backoff) once those are spent.
     fetch_per_host: int = Field(default=4, ge=1)
-    fetch_interval_s: float = Field(default=0.05, ge=0)
+    fetch_rate_per_host: float = Field(default=20.0, ge=0)
     fetch_client_retries: int = Field(default=3, ge=0)
     fetch_task_retries: int = Field(default=3, ge=0)
     # Training only (worker.training): the labelled datasets, and the cache of fetched corpus texts.

@@ -1,12 +1,13 @@
-"""A polite HTTP transport for the registries: few requests at a time per host, spaced, retried.
+"""A polite HTTP transport for the registries: few requests at a time per host, rate-limited, retried.
 
 Registries are shared services: a nightly batch must not open a hundred connections to one
 host, and a 429 or a 503 is a request to slow down, not a verdict on the release. The transport
 wraps httpx's own (``httpx.HTTPTransport``; tests inject another) and, per process:
 
-- holds at most ``per_host`` requests in flight to one host, and starts them at least
-  ``interval_s`` apart (the bound is per process: a worker with N pool processes sends at most
-  N x ``per_host``);
+- holds at most ``per_host`` requests in flight to one host, and starts at most ``rate`` of
+  them per second on average (a token bucket holding ``burst``: a fetch's three requests in a
+  row do not wait, a sustained stream is held to the rate). The bounds are per process: a worker
+  with N pool processes sends at most N x ``per_host`` at once and N x ``rate`` per second;
 - retries connection errors and 429/502/503/504 up to ``retries`` times, sleeping an
   exponential backoff with jitter (``backoff_s * 2**n``, at most ``backoff_max_s``) or the
   server's ``Retry-After`` when that is longer (capped at ``backoff_max_s`` too).
@@ -30,7 +31,8 @@ RETRYABLE_STATUS = frozenset({429, 502, 503, 504})
 @dataclass(frozen=True)
 class Politeness:
     per_host: int = 4
-    interval_s: float = 0.05
+    rate: float = 20.0  # requests per second per host, on average; 0: no limit
+    burst: int = 10
     retries: int = 3
     backoff_s: float = 0.5
     backoff_max_s: float = 8.0
@@ -41,14 +43,26 @@ class Politeness:
 
 
 class _Host:
-    def __init__(self, per_host: int) -> None:
-        self.slots = threading.BoundedSemaphore(per_host)
+    def __init__(self, politeness: Politeness) -> None:
+        self.slots = threading.BoundedSemaphore(politeness.per_host)
         self.lock = threading.Lock()
-        self.next_start = 0.0
+        self.rate, self.burst = politeness.rate, float(politeness.burst)
+        self.tokens, self.stamp = self.burst, time.monotonic()
+
+    def wait_s(self) -> float:
+        """Take a token: how long to wait for it (tokens go negative: later callers queue)."""
+        if self.rate <= 0:
+            return 0.0
+        with self.lock:
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+            self.stamp = now
+            self.tokens -= 1
+            return 0.0 if self.tokens >= 0 else -self.tokens / self.rate
 
 
 class PoliteTransport(httpx.BaseTransport):
-    """httpx transport: per-host concurrency and spacing, retries with backoff (module docstring)."""
+    """httpx transport: per-host concurrency and rate, retries with backoff (module docstring)."""
 
     def __init__(
         self,
@@ -65,17 +79,14 @@ class PoliteTransport(httpx.BaseTransport):
     def _host(self, name: str) -> _Host:
         with self.lock:
             if name not in self.hosts:
-                self.hosts[name] = _Host(self.politeness.per_host)
+                self.hosts[name] = _Host(self.politeness)
             return self.hosts[name]
 
     def _send(self, host: _Host, request: httpx.Request) -> httpx.Response:
         with host.slots:
-            with host.lock:  # space the starts: each takes the next free start time
-                now = time.monotonic()
-                start = max(now, host.next_start)
-                host.next_start = start + self.politeness.interval_s
-            if start > now:
-                self.sleep(start - now)
+            wait = host.wait_s()
+            if wait > 0:
+                self.sleep(wait)
             response = self.inner.handle_request(request)
             try:
                 response.read()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
@@ -60,7 +61,8 @@ class ReleaseArchives:
 
 
 def fetch_archives(client: httpx.Client, spec: str | ReleaseRef) -> ReleaseArchives:
-    """Fetch the release a spec names and its predecessor (the network half of :func:`release_diff`).
+    """Fetch the release a spec names and its predecessor (the network half of :func:`release_diff`);
+    the two archives are downloaded at the same time.
 
     A reference whose ``previous`` is known is diffed against that version (it must exist)."""
     ref = parse_spec(spec) if isinstance(spec, str) else spec
@@ -85,13 +87,12 @@ def fetch_archives(client: httpx.Client, spec: str | ReleaseRef) -> ReleaseArchi
     if previous is None:
         return ReleaseArchives(f"{eco}:{name}:{target}:new-package", download(client, new), new.filename)
     old = releases[previous]
-    return ReleaseArchives(
-        f"{eco}:{name}:{previous}->{target}",
-        download(client, new),
-        new.filename,
-        download(client, old),
-        old.filename,
-    )
+    with ThreadPoolExecutor(1, thread_name_prefix="canary-fetch-old") as side:  # both at once
+        old_data = side.submit(download, client, old)
+        new_data = download(client, new)
+        return ReleaseArchives(
+            f"{eco}:{name}:{previous}->{target}", new_data, new.filename, old_data.result(), old.filename
+        )
 
 
 def diff_archives(archives: ReleaseArchives) -> ReleaseDiff:

@@ -39,7 +39,7 @@ POLICY = "malicious-package"
 @pytest.fixture()
 def client() -> Iterator[httpx.Client]:
     """The polite client the fetch task uses, without sleeping between retries."""
-    with httpx.Client(transport=PoliteTransport(Politeness(interval_s=0), sleep=lambda _: None)) as c:
+    with httpx.Client(transport=PoliteTransport(Politeness(rate=0), sleep=lambda _: None)) as c:
         yield c
 
 
@@ -147,7 +147,7 @@ def test_an_unreachable_registry_is_retried_then_recorded(gate) -> None:
 def test_the_polite_client_retries_a_busy_registry_and_not_a_missing_release() -> None:
     """429 and 503 are retried with backoff (Retry-After honoured); a 404 is answered at once."""
     slept: list[float] = []
-    politeness = Politeness(interval_s=0, retries=3, backoff_s=0.01, backoff_max_s=5)
+    politeness = Politeness(rate=0, retries=3, backoff_s=0.01, backoff_max_s=5)
     inner = busy_registry([429, 503, 200])
     with httpx.Client(transport=PoliteTransport(politeness, inner=inner, sleep=slept.append)) as client:
         assert client.get("http://registry.test/simple/x/").status_code == 200
@@ -251,3 +251,14 @@ def test_stuck_lists_a_pending_fetch_and_to_review_ends_it(
     assert "sent to review 1" in moved.output
     ended = rt.fetch_repo.get_many([row.id])[row.id]
     assert ended.status == INTAKE_FAILED and ended.reason is not None and "operator ana" in ended.reason
+
+
+def test_the_polite_client_holds_a_stream_of_requests_to_its_rate() -> None:
+    """A burst of requests to one host goes out at once; past it, requests wait for the rate."""
+    slept: list[float] = []
+    politeness = Politeness(rate=10, burst=2, retries=0)
+    transport = PoliteTransport(politeness, inner=busy_registry([200] * 5), sleep=slept.append)
+    with httpx.Client(transport=transport) as client:
+        for _ in range(5):
+            client.get("http://registry.test/simple/x/")
+    assert slept == pytest.approx([0.1, 0.2, 0.3], abs=0.05)

@@ -30,7 +30,7 @@ def registry_client(settings: Settings) -> httpx.Client:
     if _CLIENT is None or _CLIENT[0] != os.getpid():
         politeness = Politeness(
             per_host=settings.fetch_per_host,
-            interval_s=settings.fetch_interval_s,
+            rate=settings.fetch_rate_per_host,
             retries=settings.fetch_client_retries,
         )
         _CLIENT = (os.getpid(), polite_client(politeness))
