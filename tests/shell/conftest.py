@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 
 from worker.settings import Settings
 from worker.tasks.embedded import EmbeddedGate
@@ -22,3 +24,17 @@ def gate(tmp_path: Path) -> EmbeddedGate:
 def fixture_policy():
     """Path of a test policy in tests/fixtures/policies."""
     return lambda name: str(FIXTURES / f"{name}.yaml")
+
+
+@pytest.fixture()
+def canary_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
+    """Runs ``canary ARGS...`` in-process against an embedded gate in its own data folder."""
+    from typer.testing import CliRunner
+
+    from worker.cli import app
+
+    monkeypatch.setenv("CANARY_DATA_DIR", str(tmp_path / "data"))
+    for var in ("CANARY_BROKER_URL", "CANARY_DATABASE_URL", "CANARY_S3_ENDPOINT_URL"):
+        monkeypatch.delenv(var, raising=False)
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, list(args))
