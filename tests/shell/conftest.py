@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import Result
+from typer.testing import CliRunner
 
+from worker.cli import app
 from worker.settings import Settings
 from worker.tasks.embedded import EmbeddedGate
 
@@ -27,12 +27,8 @@ def fixture_policy():
 
 
 @pytest.fixture()
-def canary_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
-    """Runs ``canary ARGS...`` in-process against an embedded gate in its own data folder."""
-    from typer.testing import CliRunner
-
-    from worker.cli import app
-
+def run(tmp_path, monkeypatch):
+    """Invoke the CLI with an isolated embedded data folder."""
     monkeypatch.setenv("CANARY_DATA_DIR", str(tmp_path / "data"))
     for var in ("CANARY_BROKER_URL", "CANARY_DATABASE_URL", "CANARY_S3_ENDPOINT_URL"):
         monkeypatch.delenv(var, raising=False)

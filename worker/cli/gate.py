@@ -11,13 +11,16 @@ import typer
 from worker.cli.output import print_table
 from worker.cli.usage import (
     FieldOpt,
+    FormatOpt,
     JsonOpt,
+    OutputFormat,
     PolicyOpt,
     chosen_policies,
     input_failures,
     input_paths,
     load_settings,
     not_gated,
+    output_format,
     table_fields,
     usage,
 )
@@ -29,6 +32,7 @@ def scan(
     policy: PolicyOpt = None,
     json_out: JsonOpt = False,
     field: FieldOpt = None,
+    fmt: FormatOpt = None,
 ) -> None:
     """Gate files now with the embedded default (no services needed).
 
@@ -39,8 +43,10 @@ def scan(
 
     from producers.files import read_inputs
     from producers.mail import options_from
+    from worker.cli.sarif import SarifLog
     from worker.tasks.embedded import EmbeddedGate
 
+    out = output_format(fmt, json_out)
     policies = chosen_policies(policy)
     names = input_paths(paths)
     settings = load_settings()
@@ -49,14 +55,20 @@ def scan(
     err = Console(stderr=True)
     rows: list[tuple[str, Any]] = []
     failed: list[str] = []
+    sarif = SarifLog() if out is OutputFormat.sarif else None
     with Progress(console=err, transient=True, disable=len(names) < 2 or not err.is_terminal) as bar:
         task = bar.add_task("gating", total=len(names))
         for name, data in read_inputs(names, failed, fields=fields, mail=options_from(settings)):
             submitted = gate.submit(data, policies, source=name)
             rows.extend((name, g) for g in submitted.gates)
+            if sarif is not None:  # while the bytes are at hand
+                for g in submitted.gates:
+                    sarif.add(name, data, g.policy_ref, g.report)
             bar.advance(task)
     blocked = any(g.status != "allow" for _, g in rows)
-    if json_out:
+    if sarif is not None:
+        typer.echo(sarif.dumps())
+    elif out is OutputFormat.json:
         for _, g in rows:
             typer.echo(g.report or json.dumps({"gate_id": g.id, "status": g.status}))
     else:
