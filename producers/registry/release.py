@@ -20,6 +20,35 @@ class ReleaseDiff:
 
 
 @dataclass(frozen=True)
+class ReleaseRef:
+    """A release by name, read from a spec without the network: ``version`` None means the
+    newest final release, ``previous`` None the version just before it (both resolved on fetch)."""
+
+    ecosystem: str
+    name: str
+    version: str | None = None
+    previous: str | None = None
+
+    @property
+    def spec(self) -> str:
+        if self.version is None:
+            return f"{self.ecosystem}:{self.name}"
+        return f"{self.ecosystem}:{self.name}{'==' if self.ecosystem == 'pypi' else '@'}{self.version}"
+
+
+def parse_spec(spec: str, previous: str | None = None) -> ReleaseRef:
+    """``pypi:NAME[==VER]`` / ``npm:NAME[@VER]`` as a :class:`ReleaseRef`; RegistryError if malformed."""
+    m = SPEC.match(spec)
+    if not m:
+        raise RegistryError(f"not a registry spec: {spec!r} (pypi:NAME[==VER] or npm:NAME[@VER])")
+    eco = m.group("eco")
+    name, version = _split(eco, m.group("rest"))
+    if not name:
+        raise RegistryError(f"no package name in {spec!r}")
+    return ReleaseRef(eco, name, version, previous)
+
+
+@dataclass(frozen=True)
 class ReleaseArchives:
     """A release's archive and its predecessor's, downloaded and verified, not opened yet."""
 
@@ -30,15 +59,12 @@ class ReleaseArchives:
     old_name: str = ""
 
 
-def fetch_archives(client: httpx.Client, spec: str) -> ReleaseArchives:
-    """Fetch the release a spec names and its predecessor (the network half of :func:`release_diff`)."""
-    m = SPEC.match(spec)
-    if not m:
-        raise RegistryError(f"not a registry spec: {spec!r} (pypi:NAME[==VER] or npm:NAME[@VER])")
-    eco = m.group("eco")
-    name, version = _split(eco, m.group("rest"))
-    if not name:
-        raise RegistryError(f"no package name in {spec!r}")
+def fetch_archives(client: httpx.Client, spec: str | ReleaseRef) -> ReleaseArchives:
+    """Fetch the release a spec names and its predecessor (the network half of :func:`release_diff`).
+
+    A reference whose ``previous`` is known is diffed against that version (it must exist)."""
+    ref = parse_spec(spec) if isinstance(spec, str) else spec
+    eco, name, version = ref.ecosystem, ref.name, ref.version
     if eco == "pypi":
         releases, key = pypi_releases(client, name), _pep440_key
         latest = None
@@ -52,12 +78,15 @@ def fetch_archives(client: httpx.Client, spec: str) -> ReleaseArchives:
     if target not in releases:
         raise RegistryError(f"{eco}:{name}: no release {target}")
     older = [v for v in ordered if key(v) < key(target)]
+    if ref.previous is not None and ref.previous not in releases:
+        raise RegistryError(f"{eco}:{name}: no release {ref.previous} (given as the previous version)")
+    previous = ref.previous or (older[-1] if older else None)
     new = releases[target]
-    if not older:
+    if previous is None:
         return ReleaseArchives(f"{eco}:{name}:{target}:new-package", download(client, new), new.filename)
-    old = releases[older[-1]]
+    old = releases[previous]
     return ReleaseArchives(
-        f"{eco}:{name}:{older[-1]}->{target}",
+        f"{eco}:{name}:{previous}->{target}",
         download(client, new),
         new.filename,
         download(client, old),
@@ -72,6 +101,6 @@ def diff_archives(archives: ReleaseArchives) -> ReleaseDiff:
     return ReleaseDiff(archives.label, unified_diff(old_files, new_files))
 
 
-def release_diff(client: httpx.Client, spec: str) -> ReleaseDiff:
+def release_diff(client: httpx.Client, spec: str | ReleaseRef) -> ReleaseDiff:
     """Fetch the release a spec names and its predecessor; diff them."""
     return diff_archives(fetch_archives(client, spec))

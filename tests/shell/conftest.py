@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from tests.fixtures.registry import Registry, serving
 from worker.cli import app
 from worker.settings import Settings
 from worker.tasks.embedded import EmbeddedGate
@@ -24,6 +26,16 @@ def gate(tmp_path: Path) -> EmbeddedGate:
 def fixture_policy():
     """Path of a test policy in tests/fixtures/policies."""
     return lambda name: str(FIXTURES / f"{name}.yaml")
+
+
+@pytest.fixture()
+def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Registry, str]]:
+    """A PyPI simple index and an npm registry on loopback, configured as the registries to use."""
+    reg = Registry()
+    with serving(reg) as base:
+        monkeypatch.setenv("CANARY_PYPI_INDEX_URL", f"{base}/simple")
+        monkeypatch.setenv("CANARY_NPM_REGISTRY", base)
+        yield reg, base
 
 
 @pytest.fixture()

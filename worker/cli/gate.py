@@ -86,10 +86,14 @@ def submit(
     """Store artifacts, create their gates and enqueue them on the configured broker.
 
     Artifacts given together are enqueued together, ``CANARY_BATCH_SIZE`` gates per message.
+    Registry releases (``pypi:``/``npm:``, e.g. from an ``@LIST``) are not downloaded here: each
+    is recorded and sent to the ``canary.fetch`` queue, where a worker fetches, diffs and gates
+    it (one line per release: its fetch id, ``fetch``, ``pending``, the spec).
     """
-    from producers.files import read_inputs
+    from producers.files import read_inputs, release_refs
     from producers.mail import options_from
     from worker.core.errors import ConfigError
+    from worker.pipeline.fetch import record_fetches
     from worker.pipeline.intake import submit_many
     from worker.pipeline.runtime import build_runtime
     from worker.tasks.app import create_app
@@ -103,6 +107,7 @@ def submit(
     except ConfigError as exc:
         raise usage(str(exc)) from exc
     failed: list[str] = []
+    refs, names = release_refs(names, failed)
     seen: list[str] = []  # sources read so far; the last one may not be registered yet
 
     def reading() -> Iterator[tuple[str, bytes]]:
@@ -112,18 +117,33 @@ def submit(
 
     try:
         rt = build_runtime(settings, role="producer")
+        fetches = record_fetches(rt, refs, policies) if refs else []  # rows first, then messages
         with celery_app.producer_or_acquire() as producer:
+            for fetch in fetches:
+                celery_app.send_task("canary.fetch", (fetch.id,), producer=producer, ignore_result=True)
 
             def enqueue_batch(gate_ids: list[str]) -> None:
                 # ignore_result: nobody waits on a pre-check's result; without it the producer
                 # subscribes to a result channel per message it sends.
                 celery_app.send_task("canary.precheck", (gate_ids,), producer=producer, ignore_result=True)
 
-            submitted = submit_many(rt, reading(), policies, enqueue_batch)
+            submitted = submit_many(rt, reading(), policies, enqueue_batch) if names else []
     except Exception as exc:
         if exit_code_for(exc) is not None:
             not_gated(names, seen)
         raise
+    print_intake(fetches, submitted, json_out)
+    input_failures(failed)
+
+
+def print_intake(fetches: list[Any], submitted: list[Any], json_out: bool) -> None:
+    """One line per release recorded for fetching, then one per gate registered."""
+    for fetch in fetches:
+        if json_out:
+            out = {"fetch_id": fetch.id, "spec": fetch.spec, "status": fetch.status}
+            typer.echo(json.dumps(out | {"policies": fetch.policy_refs}))
+        else:
+            typer.echo(f"{fetch.id}\tfetch\t{fetch.status}\t{fetch.spec}")
     for sub in submitted:
         for gate, new in zip(sub.gates, sub.created, strict=True):
             if json_out:
@@ -131,31 +151,38 @@ def submit(
                 typer.echo(json.dumps(out | {"source": sub.source, "status": gate.status, "new": new}))
             else:
                 typer.echo(f"{gate.id}\t{gate.policy_id}\t{gate.status}\t{sub.source}")
-    input_failures(failed)
 
 
 def status(
-    gate_ids: Annotated[list[str], typer.Argument(help="Gate ids.")],
+    gate_ids: Annotated[list[str], typer.Argument(help="Gate ids (or fetch ids from `submit`).")],
     json_out: JsonOpt = False,
 ) -> None:
-    """Show the state of gates (pending, running, allow, quarantine, review)."""
-    from worker.adapters.db import GateRepo, make_engine
+    """Show the state of gates (pending, running, allow, quarantine, review), or of registry
+    releases recorded for fetching (pending, fetched with their gates, intake_failed with why)."""
+    from worker.adapters.db import FetchRepo, GateRepo, make_engine
 
-    repo = GateRepo(make_engine(load_settings().sqlalchemy_url))
-    found = repo.get_many(gate_ids)
+    engine = make_engine(load_settings().sqlalchemy_url)
+    found = GateRepo(engine).get_many(gate_ids)
+    fetches = FetchRepo(engine).get_many(gid for gid in gate_ids if gid not in found)
     missing = False
     for gid in gate_ids:
-        gate = found.get(gid)
-        if gate is None:
-            missing = True
-            out: dict[str, Any] = {"gate_id": gid, "status": "unknown"}
-        else:
-            out = {"gate_id": gid, "status": gate.status, "policy": gate.policy_id, "attempts": gate.attempts}
+        gate, fetch = found.get(gid), fetches.get(gid)
+        if gate is not None:
+            out: dict[str, Any] = {"gate_id": gid, "status": gate.status, "policy": gate.policy_id}
+            out["attempts"] = gate.attempts
             if gate.report:
                 out["report"] = json.loads(gate.report)
+        elif fetch is not None:
+            out = {"fetch_id": gid, "status": fetch.status, "spec": fetch.spec, "attempts": fetch.attempts}
+            out |= {"label": fetch.label, "gate_ids": fetch.gates, "reason": fetch.reason}
+        else:
+            missing = True
+            out = {"gate_id": gid, "status": "unknown"}
         if json_out:
             typer.echo(json.dumps(out))
         else:
-            typer.echo(f"{gid}\t{out['status']}\t{out.get('policy', '')}")
+            extra = out.get("reason") or " ".join(out.get("gate_ids") or [])
+            what = out.get("policy") or out.get("spec") or ""
+            typer.echo("\t".join([gid, str(out["status"]), what, *([extra] if extra else [])]))
     if missing:
         raise typer.Exit(1)
