@@ -16,11 +16,12 @@ from policies.loader import load_policy
 from worker.core.detector import Artifact, Detector
 from worker.core.errors import ConfigError
 from worker.core.policy import DetectorSpec, HarmPolicy
+from worker.core.views import added_view
 from worker.detectors import build_detector
 from worker.detectors.local.lexical import LexicalDetector
 from worker.detectors.local.lexical import load_model as load_lexical
 from worker.detectors.local.semantic import SemanticDetector
-from worker.detectors.local.windows import added_view, window_spans
+from worker.detectors.local.windows import window_spans
 
 INJECTION = load_policy("prompt-injection")
 PACKAGE = load_policy("malicious-package")

@@ -40,9 +40,7 @@ class SemanticModel:
     overlap: int
     threshold: float
     null: WindowNull | None = None
-    added_only: bool = (
-        False  # reads a diff's added lines and context only (worker.detectors.local.windows.added_view)
-    )
+    added_only: bool = False  # reads a diff's added lines and context only (worker.core.views.added_view)
 
     def logits(self, windows: list[str]) -> np.ndarray:
         return self.head.logits(self.embedding.features(windows))
