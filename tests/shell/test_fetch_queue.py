@@ -262,3 +262,16 @@ def test_the_polite_client_holds_a_stream_of_requests_to_its_rate() -> None:
         for _ in range(5):
             client.get("http://registry.test/simple/x/")
     assert slept == pytest.approx([0.1, 0.2, 0.3], abs=0.05)
+
+
+def test_the_in_process_pool_keeps_its_own_pace() -> None:
+    """`canary scan`'s release pool downloads as many at once as it has threads, unthrottled."""
+    from producers.registry.pool import ReleasePool
+
+    pool = ReleasePool(8, lambda client, spec: None, lambda archives: None)
+    try:
+        transport = pool.client._transport
+        assert isinstance(transport, PoliteTransport)
+        assert (transport.politeness.per_host, transport.politeness.rate) == (8, 0)
+    finally:
+        pool.close(wait=True)
