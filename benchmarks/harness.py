@@ -204,7 +204,13 @@ class Services:
         from worker.adapters.db import make_engine
 
         engine = make_engine(self.env["CANARY_DATABASE_URL"])
-        tables = set(inspect(engine).get_table_names()) & {"gates", "submissions", "audit_events", "fetches"}
+        tables = set(inspect(engine).get_table_names()) & {
+            "gates",
+            "submissions",
+            "audit_events",
+            "fetches",
+            "release_gates",
+        }
         if tables:
             with engine.begin() as conn:
                 conn.execute(text(f"TRUNCATE {', '.join(sorted(tables))}"))

@@ -38,13 +38,17 @@ from producers.registry.diff import unified_diff
 from producers.registry.errors import RegistryError, RegistryUnavailableError
 from producers.registry.polite import Politeness, PoliteTransport, polite_client
 from producers.registry.release import (
+    Release,
     ReleaseArchives,
     ReleaseDiff,
     ReleaseRef,
     diff_archives,
+    download_release,
     fetch_archives,
     parse_spec,
     release_diff,
+    release_key,
+    resolve_release,
 )
 from producers.registry.versions import is_spec
 
@@ -53,6 +57,7 @@ __all__ = [
     "PoliteTransport",
     "RegistryError",
     "RegistryUnavailableError",
+    "Release",
     "ReleaseArchives",
     "ReleaseDiff",
     "ReleaseFile",
@@ -60,6 +65,7 @@ __all__ = [
     "archive_files",
     "diff_archives",
     "download",
+    "download_release",
     "fetch_archives",
     "is_spec",
     "npm_registry_url",
@@ -69,5 +75,7 @@ __all__ = [
     "pypi_index_url",
     "pypi_releases",
     "release_diff",
+    "release_key",
+    "resolve_release",
     "unified_diff",
 ]

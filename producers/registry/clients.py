@@ -98,7 +98,7 @@ def _check_status(response: httpx.Response, what: str) -> None:
     raise RegistryError(f"{what}: HTTP {status}")
 
 
-def _normalize_pypi(name: str) -> str:
+def normalize_pypi(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -115,9 +115,9 @@ def _pypi_version(filename: str, project: str) -> str | None:
     else:
         return None
     # "<name>-<version>" where the name may itself contain dashes or underscores
-    norm = _normalize_pypi(project)
+    norm = normalize_pypi(project)
     for i in range(len(stem) - 1, 0, -1):
-        if stem[i] == "-" and _normalize_pypi(stem[:i]) == norm:
+        if stem[i] == "-" and normalize_pypi(stem[:i]) == norm:
             return stem[i + 1 :]
     return stem.rsplit("-", 1)[1] if "-" in stem else None
 
@@ -135,7 +135,7 @@ def _prefer(files: list[ReleaseFile]) -> ReleaseFile:
 
 def pypi_releases(client: httpx.Client, name: str) -> dict[str, ReleaseFile]:
     """Version -> chosen archive, from the PEP 691 JSON simple API (works on mirrors)."""
-    body = _get_json(client, urljoin(pypi_index_url(), f"{_normalize_pypi(name)}/"), SIMPLE_JSON)
+    body = _get_json(client, urljoin(pypi_index_url(), f"{normalize_pypi(name)}/"), SIMPLE_JSON)
     by_version: dict[str, list[ReleaseFile]] = {}
     entries = body.get("files")
     for entry in entries if isinstance(entries, list) else ():

@@ -61,7 +61,7 @@ def service_env(moto_endpoint: str, tmp_path: Path) -> Iterator[dict[str, str]]:
     redis.Redis.from_url(broker_url).flushdb()
     engine = make_engine(db)
     with engine.begin() as conn:
-        conn.execute(text("TRUNCATE gates, submissions, audit_events, fetches"))
+        conn.execute(text("TRUNCATE gates, submissions, audit_events, fetches, release_gates"))
     engine.dispose()
     suffix = uuid.uuid4().hex[:8]
     env = {

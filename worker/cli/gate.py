@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -91,10 +92,12 @@ def submit(
     it (one line per release: its fetch id, ``fetch``, ``pending``, the spec).
     """
     from producers.files import read_inputs, release_refs
-    from producers.mail import options_from
+    from producers.mail import is_mailbox, options_from
+    from worker.cli.meter import BatchMeter
     from worker.core.errors import ConfigError
     from worker.pipeline.fetch import record_fetches
     from worker.pipeline.intake import submit_many
+    from worker.pipeline.release_checkpoint import split_gated
     from worker.pipeline.runtime import build_runtime
     from worker.tasks.app import create_app
 
@@ -109,6 +112,13 @@ def submit(
     failed: list[str] = []
     refs, names = release_refs(names, failed)
     seen: list[str] = []  # sources read so far; the last one may not be registered yet
+    live = any(is_mailbox(name) for name in names)  # a live mailbox holds an unknown number
+    meter = BatchMeter(None if live else len(refs) + len(names), sys.stderr)
+    done = [0]
+
+    def tick(*_: object) -> None:
+        done[0] += 1
+        meter.update(done[0] + len(failed))
 
     def reading() -> Iterator[tuple[str, bytes]]:
         for source, data in read_inputs(names, failed, fields=fields, mail=options_from(settings)):
@@ -117,22 +127,29 @@ def submit(
 
     try:
         rt = build_runtime(settings, role="producer")
+        refs, earlier = split_gated(rt, refs, policies) if refs else (refs, [])
+        for _ in earlier:
+            tick()
         fetches = record_fetches(rt, refs, policies) if refs else []  # rows first, then messages
         with celery_app.producer_or_acquire() as producer:
             for fetch in fetches:
                 celery_app.send_task("canary.fetch", (fetch.id,), producer=producer, ignore_result=True)
+                tick()
 
             def enqueue_batch(gate_ids: list[str]) -> None:
                 # ignore_result: nobody waits on a pre-check's result; without it the producer
                 # subscribes to a result channel per message it sends.
                 celery_app.send_task("canary.precheck", (gate_ids,), producer=producer, ignore_result=True)
 
-            submitted = submit_many(rt, reading(), policies, enqueue_batch) if names else []
+            submitted = submit_many(rt, reading(), policies, enqueue_batch, registered=tick) if names else []
     except Exception as exc:
         if exit_code_for(exc) is not None:
             not_gated(names, seen)
         raise
+    finally:
+        meter.close()
     print_intake(fetches, submitted, json_out)
+    print_already_gated(rt, earlier, json_out)
     input_failures(failed)
 
 
@@ -151,6 +168,19 @@ def print_intake(fetches: list[Any], submitted: list[Any], json_out: bool) -> No
                 typer.echo(json.dumps(out | {"source": sub.source, "status": gate.status, "new": new}))
             else:
                 typer.echo(f"{gate.id}\t{gate.policy_id}\t{gate.status}\t{sub.source}")
+
+
+def print_already_gated(rt: Any, earlier: list[tuple[Any, list[str]]], json_out: bool) -> None:
+    """One line per gate of each release a fetch gated before: not fetched again."""
+    gates = rt.repo.get_many(gate_id for _, gate_ids in earlier for gate_id in gate_ids)
+    for ref, gate_ids in earlier:
+        for gate in (gates[gate_id] for gate_id in gate_ids if gate_id in gates):
+            if json_out:
+                out = {"gate_id": gate.id, "policy": gate.policy_id, "sha256": gate.sha256, "spec": ref.spec}
+                flags = {"new": False, "already_gated": True}
+                typer.echo(json.dumps(out | {"source": gate.source, "status": gate.status} | flags))
+            else:
+                typer.echo(f"{gate.id}\t{gate.policy_id}\t{gate.status}\t{gate.source}\talready gated")
 
 
 def status(
@@ -181,7 +211,7 @@ def status(
         if json_out:
             typer.echo(json.dumps(out))
         else:
-            extra = out.get("reason") or " ".join(out.get("gate_ids") or [])
+            extra = " ".join([*([out["reason"]] if out.get("reason") else []), *(out.get("gate_ids") or [])])
             what = out.get("policy") or out.get("spec") or ""
             typer.echo("\t".join([gid, str(out["status"]), what, *([extra] if extra else [])]))
     if missing:

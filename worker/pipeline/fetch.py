@@ -13,7 +13,8 @@ A release that cannot be had (404, digest mismatch, unreadable or oversized arch
 ``intake_failed`` with a one-line reason; the rest of the batch goes on. A registry that cannot be
 reached (``RegistryUnavailableError``) is retried by the task with backoff and recorded the same
 way when the retries are spent. A lost message or a dead worker leaves the row ``pending``: the
-sweeper sends it again (:func:`resend_stale`), ``canary stuck`` lists it.
+sweeper sends it again (:func:`resend_stale`), ``canary stuck`` lists it. A release gated before
+under the same policies is not downloaded again (``worker.pipeline.release_checkpoint``).
 """
 
 from __future__ import annotations
@@ -29,19 +30,22 @@ import structlog
 from producers.registry import (
     RegistryError,
     RegistryUnavailableError,
+    Release,
     ReleaseArchives,
     ReleaseDiff,
     ReleaseRef,
     diff_archives,
-    fetch_archives,
+    download_release,
+    resolve_release,
 )
 from worker.adapters.db import Fetch, utcnow
 from worker.pipeline.intake import submit_many
+from worker.pipeline.release_checkpoint import ReleaseCheckpoint
 from worker.pipeline.runtime import Runtime
 
 log = structlog.get_logger("canary.fetch")
 
-Download = Callable[[httpx.Client, ReleaseRef], ReleaseArchives]
+Download = Callable[[httpx.Client, Release], ReleaseArchives]
 Diff = Callable[[ReleaseArchives], ReleaseDiff]
 
 
@@ -80,21 +84,29 @@ def fetch_release(
     client: httpx.Client,
     enqueue_batch: Callable[[list[str]], None],
     final: bool = True,
-    download: Download = fetch_archives,
+    download: Download = download_release,
     diff: Diff = diff_archives,
 ) -> FetchOutcome:
     """Fetch, verify and diff one recorded release, then open its gates through the intake.
 
     ``final`` False: a registry that cannot be reached raises ``RegistryUnavailableError`` for
     the caller to retry later; True: it is recorded as ``intake_failed``. A fetch that is no
-    longer pending (done by an earlier delivery) is ``skipped``.
+    longer pending (done by an earlier delivery) is ``skipped``; one whose release was gated
+    before under the same policies (``worker.pipeline.release_checkpoint``) ends ``fetched``
+    with those gates, downloading nothing (``already_gated``).
     """
     row = rt.fetch_repo.start(fetch_id)
     if row is None:
         return FetchOutcome("skipped")
     ref = ReleaseRef(row.ecosystem, row.name, row.version, row.previous)
+    checkpoint = ReleaseCheckpoint(rt, row.policy_refs)
     try:
-        release = diff(download(client, ref))
+        resolved = resolve_release(client, ref)
+        natural = ref.previous is None  # a diff against a chosen version is not the release's
+        earlier = checkpoint.gated([resolved.key]).get(resolved.key) if natural else None
+        if earlier:
+            return _already_gated(rt, row, resolved.label, earlier)
+        release = diff(download(client, resolved))
     except RegistryUnavailableError as exc:
         if not final:
             log.info("fetch_retry", fetch_id=fetch_id, spec=row.spec, error=str(exc), attempts=row.attempts)
@@ -103,10 +115,20 @@ def fetch_release(
     except RegistryError as exc:
         return _failed(rt, row, f"{row.spec}: {exc}")
     submitted = submit_many(rt, [(release.label, release.data)], row.policy_refs, enqueue_batch)[0]
+    if natural:
+        checkpoint.record(resolved.key, submitted.gates)
     gate_ids = [gate.id for gate in submitted.gates]
     rt.fetch_repo.finish(fetch_id, release.label, submitted.submission.sha256, gate_ids, f"worker:{rt.actor}")
     log.info("fetched", fetch_id=fetch_id, label=release.label, size=len(release.data), gates=len(gate_ids))
     return FetchOutcome("fetched", release.label, tuple(gate_ids))
+
+
+def _already_gated(rt: Runtime, row: Fetch, label: str, gate_ids: list[str]) -> FetchOutcome:
+    """End a fetch whose release an earlier one gated: its gates, nothing downloaded."""
+    sha256 = next((gate.sha256 for gate in rt.repo.get_many(gate_ids).values()), "")
+    rt.fetch_repo.finish(row.id, label, sha256, gate_ids, f"worker:{rt.actor}", note="already gated")
+    log.info("already_gated", fetch_id=row.id, label=label, gates=len(gate_ids))
+    return FetchOutcome("already_gated", label, tuple(gate_ids))
 
 
 def _failed(rt: Runtime, row: Fetch, reason: str) -> FetchOutcome:

@@ -93,10 +93,15 @@ class FetchRepo:
             return session.get(Fetch, fetch_id)
 
     @translated
-    def finish(self, fetch_id: str, label: str, sha256: str, gate_ids: Sequence[str], actor: str) -> bool:
-        """Mark a pending fetch ``fetched`` with the diff's sha256 and its gates."""
-        detail = f"{label} sha256={sha256} gates={','.join(gate_ids)}"
+    def finish(
+        self, fetch_id: str, label: str, sha256: str, gate_ids: Sequence[str], actor: str, note: str = ""
+    ) -> bool:
+        """Mark a pending fetch ``fetched`` with the diff's sha256 and its gates (``note``, such as
+        "already gated", is kept as its reason and in the audit trail)."""
+        detail = f"{label} sha256={sha256} gates={','.join(gate_ids)}" + (f" ({note})" if note else "")
         values = {"label": label[:255], "sha256": sha256, "gate_ids": json.dumps(list(gate_ids))}
+        if note:
+            values["reason"] = note
         return self._end(fetch_id, FETCHED, "fetched", detail, actor, **values)
 
     @translated
