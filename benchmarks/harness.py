@@ -204,7 +204,13 @@ class Services:
         from worker.adapters.db import make_engine
 
         engine = make_engine(self.env["CANARY_DATABASE_URL"])
-        tables = set(inspect(engine).get_table_names()) & {"gates", "submissions", "audit_events"}
+        tables = set(inspect(engine).get_table_names()) & {
+            "gates",
+            "submissions",
+            "audit_events",
+            "fetches",
+            "release_gates",
+        }
         if tables:
             with engine.begin() as conn:
                 conn.execute(text(f"TRUNCATE {', '.join(sorted(tables))}"))
@@ -226,6 +232,7 @@ def services(name: str) -> Services:
         "CANARY_DATA_DIR": str(tmp / "data"),
         "CANARY_OBJECT_STORE": "local",
         "CANARY_TASK_QUEUE": f"canary.{name}",
+        "CANARY_FETCH_QUEUE": f"canary.{name}.fetch",
         "CANARY_PRELOAD": "false",
         "CANARY_METRICS_PORT": "0",
         "CANARY_ALLOWED_QUEUE": f"canary.{name}.allowed",

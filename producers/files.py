@@ -16,9 +16,11 @@ from producers.registry import (
     RegistryError,
     ReleaseArchives,
     ReleaseDiff,
+    ReleaseRef,
     diff_archives,
     fetch_archives,
     is_spec,
+    parse_spec,
 )
 from producers.registry.pool import ReleasePool
 from producers.tables import Fields, RowError, Table, is_table
@@ -144,6 +146,22 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
         else:
             raise InputError(f"no such file or folder: {raw}")
     return out
+
+
+def release_refs(names: Sequence[str], errors: list[str]) -> tuple[list[ReleaseRef], list[str]]:
+    """Split expanded inputs into registry release references (read without the network) and
+    everything else; a malformed spec is recorded in ``errors``."""
+    refs: list[ReleaseRef] = []
+    rest: list[str] = []
+    for name in names:
+        if not is_spec(name) or Path(name).exists():
+            rest.append(name)
+            continue
+        try:
+            refs.append(parse_spec(name))
+        except RegistryError as exc:
+            errors.append(str(exc))
+    return refs, rest
 
 
 def _member(

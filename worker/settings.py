@@ -31,6 +31,9 @@ class Settings(BaseSettings):
     allowed_queue: str = "canary.allowed"
     review_queue: str = "canary.review"
     task_queue: str = "canary.gate"
+    # Registry releases submitted by reference are fetched and diffed by a worker serving this
+    # queue (worker.pipeline.fetch); `canary worker -Q` picks the queues a host serves.
+    fetch_queue: str = "canary.fetch"
 
     gate_deadline_s: float = Field(default=900.0, gt=0)
     max_attempts: int = Field(default=3, ge=1)
@@ -82,6 +85,13 @@ class Settings(BaseSettings):
     # pypi:/npm: inputs (producers.registry): a mirror; unset, pip's and npm's own configuration.
     pypi_index_url: str | None = None
     npm_registry: str | None = None
+    # Politeness per worker process (producers.registry.polite): requests in flight per host,
+    # requests per second per host (average; 0: no limit), the client's retries of
+    # 429/5xx/connection errors, and the fetch task's own retries (with backoff) once those are spent.
+    fetch_per_host: int = Field(default=4, ge=1)
+    fetch_rate_per_host: float = Field(default=20.0, ge=0)
+    fetch_client_retries: int = Field(default=3, ge=0)
+    fetch_task_retries: int = Field(default=3, ge=0)
     # Training only (worker.training): the labelled datasets, and the cache of fetched corpus texts.
     datasets_dir: Path | None = None
     corpus_cache: Path | None = None

@@ -18,7 +18,9 @@ Nothing is truncated: an archive over the size limit is refused with an error
 
 Modules: ``versions`` (specs, version order), ``clients`` (the registries over HTTP),
 ``archives`` (opened in memory), ``diff`` (the patience diff), ``release`` (the two halves
-put together) and ``pool`` (many releases at once: threads fetch, processes diff).
+put together), ``polite`` (per-host limits and retries with backoff, the client's transport) and
+``pool`` (many releases at once: threads fetch, processes diff). A worker fetches one release per
+task instead (``worker.pipeline.fetch``, the ``canary.fetch`` queue).
 """
 
 from __future__ import annotations
@@ -33,30 +35,47 @@ from producers.registry.clients import (
     pypi_releases,
 )
 from producers.registry.diff import unified_diff
-from producers.registry.errors import RegistryError
+from producers.registry.errors import RegistryError, RegistryUnavailableError
+from producers.registry.polite import Politeness, PoliteTransport, polite_client
 from producers.registry.release import (
+    Release,
     ReleaseArchives,
     ReleaseDiff,
+    ReleaseRef,
     diff_archives,
+    download_release,
     fetch_archives,
+    parse_spec,
     release_diff,
+    release_key,
+    resolve_release,
 )
 from producers.registry.versions import is_spec
 
 __all__ = [
+    "Politeness",
+    "PoliteTransport",
     "RegistryError",
+    "RegistryUnavailableError",
+    "Release",
     "ReleaseArchives",
     "ReleaseDiff",
     "ReleaseFile",
+    "ReleaseRef",
     "archive_files",
     "diff_archives",
     "download",
+    "download_release",
     "fetch_archives",
     "is_spec",
     "npm_registry_url",
     "npm_releases",
+    "parse_spec",
+    "polite_client",
     "pypi_index_url",
     "pypi_releases",
     "release_diff",
+    "release_key",
+    "resolve_release",
     "unified_diff",
 ]

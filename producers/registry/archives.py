@@ -9,6 +9,7 @@ import zlib
 from collections.abc import Callable
 
 from producers.registry.errors import RegistryError
+from producers.registry.ustar import tar_members
 
 MAX_ARCHIVE_BYTES = 512 * 1024 * 1024  # uncompressed, per archive
 MAX_MEMBERS = 100_000
@@ -18,6 +19,7 @@ MAX_MEMBERS = 100_000
 MAX_RATIO = 100
 RATIO_FLOOR_BYTES = 32 * 1024 * 1024
 CHUNK = 1024 * 1024
+FEED = 64 * 1024  # compressed bytes handed to zlib at a time (see _gunzip)
 
 
 def archive_files(data: bytes, filename: str) -> dict[str, bytes]:
@@ -55,15 +57,30 @@ def archive_files(data: bytes, filename: str) -> dict[str, bytes]:
                 for info in members:
                     keep(info.filename, _read_member(zf, info, admit))
         else:
-            with tarfile.open(fileobj=io.BytesIO(_gunzip(data, filename, limit) or data), mode="r:*") as tf:
-                for member in tf:
-                    if member.isfile():
-                        admit(member.size)
-                        handle = tf.extractfile(member)
-                        keep(member.name, handle.read() if handle else b"")
+            _read_tar(data, filename, limit, admit, keep)
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
         raise RegistryError(f"{filename}: unreadable archive ({type(exc).__name__})") from exc
     return _strip_top(files)
+
+
+def _read_tar(
+    data: bytes, filename: str, limit: int, admit: Callable[[int], None], keep: Callable[[str, bytes], None]
+) -> None:
+    """A tarball's regular files: a gzipped tar in the common shape read from its headers
+    (``producers.registry.ustar``), anything else member by member with tarfile."""
+    raw = _gunzip(data, filename, limit)
+    found = tar_members(raw, MAX_MEMBERS) if raw is not None else None
+    if raw is not None and found is not None:
+        for name, start, end in found:
+            admit(end - start)
+            keep(name, raw[start:end])
+        return
+    with tarfile.open(fileobj=io.BytesIO(raw or data), mode="r:*") as tf:
+        for member in tf:
+            if member.isfile():
+                admit(member.size)
+                handle = tf.extractfile(member)
+                keep(member.name, handle.read() if handle else b"")
 
 
 def inflation_limit(archive_size: int) -> int:
@@ -102,20 +119,28 @@ def _gunzip(data: bytes, filename: str, limit: int) -> bytes | None:
     room = limit + min(1024 * MAX_MEMBERS, max(CHUNK, limit // 8))  # tar headers and padding
     parts: list[bytes] = []
     total = 0
-    pending = data
+    view = memoryview(data)
     try:
-        while not inflater.eof:
-            chunk = inflater.decompress(pending, CHUNK)
-            pending = inflater.unconsumed_tail
-            total += len(chunk)
-            if total > room:
-                raise _too_large(filename, len(data), limit)
-            parts.append(chunk)
-            if not chunk and not pending:
-                break  # truncated stream
+        # The input goes in FEED at a time: an output piece of CHUNK rarely fills before it is
+        # used up, and the tail zlib copies back when one does is at most FEED long (handing the
+        # whole rest of a 17 MB archive back with each piece copied gigabytes on large sdists).
+        for at in range(0, len(data), FEED):
+            pending: bytes | memoryview = view[at : at + FEED]
+            while True:
+                chunk = inflater.decompress(pending, CHUNK)
+                pending = inflater.unconsumed_tail
+                total += len(chunk)
+                if total > room:
+                    raise _too_large(filename, len(data), limit)
+                parts.append(chunk)
+                if inflater.eof or (not pending and len(chunk) < CHUNK):
+                    break
+            if inflater.eof:
+                rest = inflater.unused_data or at + FEED < len(data)
+                return None if rest else b"".join(parts)  # several members: tarfile reads them
     except zlib.error:
         return None  # let tarfile report it
-    return b"".join(parts) if inflater.eof and not inflater.unused_data else None
+    return None  # truncated stream
 
 
 def _strip_top(files: dict[str, bytes]) -> dict[str, bytes]:

@@ -19,7 +19,7 @@ import httpx
 if TYPE_CHECKING:
     from worker.settings import Settings
 
-from producers.registry.errors import RegistryError
+from producers.registry.errors import RegistryError, RegistryUnavailableError
 
 SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
 NPM_ABBREVIATED = "application/vnd.npm.install-v1+json"
@@ -75,11 +75,10 @@ def _get_json(client: httpx.Client, url: str, accept: str) -> dict[str, object]:
     try:
         response = client.get(url, headers={"Accept": accept})
     except httpx.HTTPError as exc:
-        raise RegistryError(f"{url}: {type(exc).__name__}") from exc
+        raise RegistryUnavailableError(f"{url}: {type(exc).__name__}") from exc
     if response.status_code == 404:
         raise RegistryError(f"{url}: not found")
-    if response.status_code != 200:
-        raise RegistryError(f"{url}: HTTP {response.status_code}")
+    _check_status(response, url)
     try:
         body = response.json()
     except ValueError as exc:
@@ -89,7 +88,17 @@ def _get_json(client: httpx.Client, url: str, accept: str) -> dict[str, object]:
     return body
 
 
-def _normalize_pypi(name: str) -> str:
+def _check_status(response: httpx.Response, what: str) -> None:
+    """Anything but 200 is an error; 429 and 5xx (after the client's own retries) may pass."""
+    status = response.status_code
+    if status == 200:
+        return
+    if status == 429 or status >= 500:
+        raise RegistryUnavailableError(f"{what}: HTTP {status}")
+    raise RegistryError(f"{what}: HTTP {status}")
+
+
+def normalize_pypi(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -106,9 +115,9 @@ def _pypi_version(filename: str, project: str) -> str | None:
     else:
         return None
     # "<name>-<version>" where the name may itself contain dashes or underscores
-    norm = _normalize_pypi(project)
+    norm = normalize_pypi(project)
     for i in range(len(stem) - 1, 0, -1):
-        if stem[i] == "-" and _normalize_pypi(stem[:i]) == norm:
+        if stem[i] == "-" and normalize_pypi(stem[:i]) == norm:
             return stem[i + 1 :]
     return stem.rsplit("-", 1)[1] if "-" in stem else None
 
@@ -126,7 +135,7 @@ def _prefer(files: list[ReleaseFile]) -> ReleaseFile:
 
 def pypi_releases(client: httpx.Client, name: str) -> dict[str, ReleaseFile]:
     """Version -> chosen archive, from the PEP 691 JSON simple API (works on mirrors)."""
-    body = _get_json(client, urljoin(pypi_index_url(), f"{_normalize_pypi(name)}/"), SIMPLE_JSON)
+    body = _get_json(client, urljoin(pypi_index_url(), f"{normalize_pypi(name)}/"), SIMPLE_JSON)
     by_version: dict[str, list[ReleaseFile]] = {}
     entries = body.get("files")
     for entry in entries if isinstance(entries, list) else ():
@@ -171,9 +180,8 @@ def download(client: httpx.Client, release: ReleaseFile) -> bytes:
     try:
         response = client.get(release.url)
     except httpx.HTTPError as exc:
-        raise RegistryError(f"{release.filename}: {type(exc).__name__}") from exc
-    if response.status_code != 200:
-        raise RegistryError(f"{release.filename}: HTTP {response.status_code}")
+        raise RegistryUnavailableError(f"{release.filename}: {type(exc).__name__}") from exc
+    _check_status(response, release.filename)
     data = response.content
     algo, expected = release.digest.split("=", 1)
     digest = hashlib.new(algo, data)

@@ -12,6 +12,7 @@ from concurrent.futures.process import BrokenProcessPool
 import httpx
 
 from producers.registry.errors import RegistryError
+from producers.registry.polite import Politeness, polite_client
 from producers.registry.release import ReleaseArchives, ReleaseDiff
 
 
@@ -31,7 +32,9 @@ class ReleasePool:
     ) -> None:
         self.download, self.diff = download, diff
         self.threads = ThreadPoolExecutor(max_workers=downloads, thread_name_prefix="canary-fetch")
-        self.client = httpx.Client(timeout=60.0, follow_redirects=True)
+        # As before the fetch queue: as many downloads at once as threads, no rate limit (that is
+        # the workers' politeness, CANARY_FETCH_*); 429/5xx are retried with backoff.
+        self.client = polite_client(Politeness(per_host=downloads, rate=0))
         self.lock = threading.Lock()
         self.processes: ProcessPoolExecutor | None = None
         self.closed = False

@@ -61,7 +61,7 @@ def service_env(moto_endpoint: str, tmp_path: Path) -> Iterator[dict[str, str]]:
     redis.Redis.from_url(broker_url).flushdb()
     engine = make_engine(db)
     with engine.begin() as conn:
-        conn.execute(text("TRUNCATE gates, submissions, audit_events"))
+        conn.execute(text("TRUNCATE gates, submissions, audit_events, fetches, release_gates"))
     engine.dispose()
     suffix = uuid.uuid4().hex[:8]
     env = {
@@ -75,6 +75,7 @@ def service_env(moto_endpoint: str, tmp_path: Path) -> Iterator[dict[str, str]]:
         "CANARY_ALLOWED_QUEUE": f"canary.allowed.{suffix}",
         "CANARY_REVIEW_QUEUE": f"canary.review.{suffix}",
         "CANARY_TASK_QUEUE": f"canary.gate.{suffix}",
+        "CANARY_FETCH_QUEUE": f"canary.fetch.{suffix}",
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from tests.fixtures.registry import Registry, serving
+from worker.cli import app
 from worker.settings import Settings
 from worker.tasks.embedded import EmbeddedGate
 
@@ -22,3 +26,23 @@ def gate(tmp_path: Path) -> EmbeddedGate:
 def fixture_policy():
     """Path of a test policy in tests/fixtures/policies."""
     return lambda name: str(FIXTURES / f"{name}.yaml")
+
+
+@pytest.fixture()
+def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Registry, str]]:
+    """A PyPI simple index and an npm registry on loopback, configured as the registries to use."""
+    reg = Registry()
+    with serving(reg) as base:
+        monkeypatch.setenv("CANARY_PYPI_INDEX_URL", f"{base}/simple")
+        monkeypatch.setenv("CANARY_NPM_REGISTRY", base)
+        yield reg, base
+
+
+@pytest.fixture()
+def run(tmp_path, monkeypatch):
+    """Invoke the CLI with an isolated embedded data folder."""
+    monkeypatch.setenv("CANARY_DATA_DIR", str(tmp_path / "data"))
+    for var in ("CANARY_BROKER_URL", "CANARY_DATABASE_URL", "CANARY_S3_ENDPOINT_URL"):
+        monkeypatch.delenv(var, raising=False)
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, list(args))

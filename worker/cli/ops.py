@@ -38,16 +38,27 @@ def worker(
     ctx: typer.Context,
     concurrency: Annotated[int, typer.Option(help="Worker processes (prefork pool).")] = 2,
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
+    queues: Annotated[
+        str | None,
+        typer.Option(
+            "--queues",
+            "-Q",
+            help="Comma-separated queues to serve (default: all, the gate queue and canary.fetch).",
+        ),
+    ] = None,
 ) -> None:
-    """Start a Celery worker (prefork pool) consuming the gate queue."""
+    """Start a Celery worker (prefork pool) consuming the gate and registry fetch queues."""
     from policies import available_policies
 
     chosen_policies(available_policies())  # every shipped policy checked whole before taking work
     settings = load_settings()
+    served = queues or f"{settings.task_queue},{settings.fetch_queue}"
+    if not [q for q in served.split(",") if q.strip()]:
+        raise usage("--queues names no queue")
     argv = ["worker", f"--concurrency={concurrency}", "--pool=prefork", f"--loglevel={loglevel}"]
     events = ["-E"] if settings.task_events else []
     quiet = [] if sys.stdout.isatty() else ["--quiet"]  # no text banner in a JSON-lines log
-    celery([*quiet, *argv, "-Q", settings.task_queue, *events, *ctx.args])
+    celery([*quiet, *argv, "-Q", served, *events, *ctx.args])
 
 
 def beat(ctx: typer.Context) -> None:
@@ -98,7 +109,9 @@ def sweep(json_out: JsonOpt = False) -> None:
     else:
         celery_app = create_app(settings, eager=False)
         counts = run_sweep(
-            rt, lambda gid: celery_app.send_task("canary.precheck", (gid,), ignore_result=True)
+            rt,
+            lambda gid: celery_app.send_task("canary.precheck", (gid,), ignore_result=True),
+            lambda fid: celery_app.send_task("canary.fetch", (fid,), ignore_result=True),
         )
     typer.echo(json.dumps(counts) if json_out else ", ".join(f"{k}={v}" for k, v in counts.items()))
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from worker.pipeline.review_windows import ShownWindow
+
+WINDOW_SHOWN_BYTES = 1024  # of a model window's text, at most (a malicious-package window is 4 KB)
 
 
 def print_table(rows: list[tuple[str, Any]]) -> None:
@@ -45,3 +50,26 @@ def highlighted(data: bytes, lo: int, hi: int, spans: list[tuple[int, int]]) -> 
         position = max(position, end)
     text.append(visible(data[position:hi]))
     return text
+
+
+def print_window(out: Any, number: int, window: ShownWindow) -> None:
+    """One model window: who scored it, where it lies, and its text fenced as untrusted data,
+    every line behind a bar, so the text cannot fake the fence's end or drive the terminal."""
+    from rich.text import Text
+
+    from worker.pipeline.review import visible
+
+    size = f" of {window.view_size}" if window.view_size is not None else ""
+    out.print(
+        Text(f"  window {number}: {window.label}  {window.view} bytes {window.start}-{window.end}{size}")
+    )
+    if window.text is None:
+        out.print(Text(f"    (the {window.view} view cannot be rebuilt from the stored artifact)"))
+        return
+    cut = window.text[:WINDOW_SHOWN_BYTES]
+    more = len(window.text) - len(cut)
+    out.print(Text("    ,-- untrusted artifact text: data to judge, not instructions to follow"))
+    # Wrapped here, each piece behind the bar: a line the terminal wrapped would start at column 0.
+    for line in Text(visible(cut)).wrap(out, max(20, out.width - 6)):
+        out.print(Text("    | ") + line)
+    out.print(Text(f"    '-- end of untrusted text{f' ({more} more bytes not shown)' if more else ''}"))

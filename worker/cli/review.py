@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from worker.cli.output import highlighted
+from worker.cli.output import highlighted, print_window
 from worker.cli.usage import JsonOpt, load_settings, usage
 
 review_app = typer.Typer(
@@ -49,13 +49,18 @@ def review_show(
     full: Annotated[
         bool, typer.Option("--full", help="Show the whole artifact, evidence highlighted.")
     ] = False,
+    windows: Annotated[
+        int, typer.Option(help="Model windows shown when the models, not the pre-check, decided.")
+    ] = 3,
 ) -> None:
-    """A gate's decision, votes and evidence in context, for a reviewer. Hidden characters (controls,
-    bidi, zero-width, tags) are written out as \\uXXXX: nothing in the artifact can drive the terminal."""
+    """A gate's decision, votes and evidence in context, for a reviewer; when the models decided,
+    the windows they scored highest. Hidden characters (controls, bidi, zero-width, tags) are
+    written out as \\uXXXX: nothing in the artifact can drive the terminal."""
     from rich.text import Text
 
     from worker.evaluation.tables import stdout_console
     from worker.pipeline.review import ReviewError, artifact, visible
+    from worker.pipeline.review_windows import model_windows
     from worker.pipeline.runtime import build_runtime
 
     try:
@@ -77,14 +82,21 @@ def review_show(
         (e["span"]["start"], e["span"]["end"], f"{e['rule_id']} [{e.get('layer', '')}]")
         for e in report.get("precheck", {}).get("evidence", [])
     ]
+    shown = model_windows(report, data, windows) if windows > 0 else []
     if full:
         spans_only = [(a, b) for a, b, _ in spans]
         out.print(Text("artifact:"), highlighted(data, 0, len(data), spans_only))
-        return
-    for start, end, label in spans:
-        out.print(Text(f"  evidence {label} bytes {start}-{end}:"))
-        out.print(highlighted(data, max(0, start - context), min(len(data), end + context), [(start, end)]))
-    if not spans:
+    else:
+        for start, end, label in spans:
+            out.print(Text(f"  evidence {label} bytes {start}-{end}:"))
+            out.print(
+                highlighted(data, max(0, start - context), min(len(data), end + context), [(start, end)])
+            )
+    if shown:
+        out.print(Text("the pre-check did not block this; the windows the models scored highest:"))
+        for number, window in enumerate(shown, 1):
+            print_window(out, number, window)
+    elif not spans and not full:
         out.print(Text(f"no pre-check evidence; first {context * 4} bytes:"))
         out.print(Text(visible(data[: context * 4])))
 

@@ -23,7 +23,8 @@ def stuck_command(
     by: Annotated[str, typer.Option("--by", help="Operator name for the audit trail.")] = "",
 ) -> None:
     """Open gates untouched past --older-than, with their stage: waiting for pre-check, in
-    pre-check, detectors k of n voted, callback not run, decided but not published.
+    pre-check, detectors k of n voted, callback not run, decided but not published; and registry
+    releases waiting for fetch (their fetch id in the first column).
 
     Exit 0 when none is stuck, 1 when some are (after acting on them with --requeue/--to-review).
     """
@@ -49,7 +50,7 @@ def stuck_command(
         typer.echo(json.dumps(row) if json_out else _line(row))
     operator = by or getpass.getuser()
     if found and requeue_them:
-        n = requeue(rt, found, operator, _enqueuer(settings))
+        n = requeue(rt, found, operator, *_enqueuers(settings))
         typer.echo(f"requeued {n}", err=True)
     if found and review_them:
         typer.echo(f"sent to review {to_review(rt, found, operator)}", err=True)
@@ -79,13 +80,17 @@ def _age(seconds: float) -> str:
     return f"{s}s"
 
 
-def _enqueuer(settings: Any) -> Any:
+def _enqueuers(settings: Any) -> tuple[Any, Any]:
+    """How to send a gate (and a release fetch: only with a broker) on again."""
     if settings.embedded:
         from worker.tasks.embedded import EmbeddedGate
 
         gate = EmbeddedGate(settings)
-        return gate.run
+        return gate.run, None
     from worker.tasks.app import create_app
 
     app = create_app(settings, eager=False)
-    return lambda gid: app.send_task("canary.precheck", (gid,), ignore_result=True)
+    return (
+        lambda gid: app.send_task("canary.precheck", (gid,), ignore_result=True),
+        lambda fid: app.send_task("canary.fetch", (fid,), ignore_result=True),
+    )

@@ -3,6 +3,7 @@ stderr and exit status 2, for bad arguments, invalid settings and unusable input
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -15,6 +16,20 @@ PolicyOpt = Annotated[
     typer.Option("--policy", "-p", help="Policy id or YAML path; repeat to gate under several."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    json = "json"
+    sarif = "sarif"
+
+
+FormatOpt = Annotated[
+    OutputFormat | None,
+    typer.Option(
+        "--format", help="table (default), json (as --json), sarif (SARIF 2.1.0 for code scanning)."
+    ),
+]
 FieldOpt = Annotated[
     list[str] | None,
     typer.Option("--field", help="jsonl:/csv: rows: content=FIELD (repeatable), source=FIELD."),
@@ -38,6 +53,13 @@ def load_settings() -> Settings:
         return Settings.load()
     except ConfigError as exc:
         raise usage(str(exc)) from exc
+
+
+def output_format(chosen: OutputFormat | None, json_out: bool) -> OutputFormat:
+    """``--format``, with ``--json`` as its old spelling of ``--format json``."""
+    if json_out and chosen not in (None, OutputFormat.json):
+        raise usage(f"--json and --format {chosen.value} ask for different outputs; give one")
+    return OutputFormat.json if json_out else chosen or OutputFormat.table
 
 
 def chosen_policies(policy: list[str] | None) -> list[str]:

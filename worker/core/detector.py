@@ -87,6 +87,7 @@ def cast_vote(
         "cost_usd": answer.cost_usd,
         "score": answer.score,
         "coverage": answer.coverage,
+        "windows": answer.windows,
     }
     verdict = parse_verdict(answer.output, protocol)
     if verdict is None:

@@ -26,7 +26,9 @@ pickles task errors), extra attributes included.
     ├── ArtifactCorruptError          stored bytes do not hash to the gate's sha256: never
     │                                 classified (worker.pipeline.steps)
     ├── RegistryError                 a release could not be fetched, verified or opened
-    │                                 (producers.registry)
+    │   │                             (producers.registry)
+    │   └── RegistryUnavailableError  the registry could not be reached or answered 429/5xx:
+    │                                 retry later (producers.registry)
     ├── MailError                     a mailbox cannot be read: address, login, TLS, folder
     │                                 (producers.mail)
     └── DetectorError                 a detector could not answer; carries its vote's ErrorKind

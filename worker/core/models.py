@@ -80,11 +80,27 @@ class Coverage(Frozen):
         return cls(total_bytes=total_bytes, scanned_bytes=total_bytes)
 
 
+class ScoredWindow(Frozen):
+    """One of a local model's highest-scoring windows: where it lies, never its text.
+
+    ``start``/``end`` are byte offsets into ``view``, the view of the artifact the model read
+    (``raw``, ``added``, ``decoded:N``, ``prose``: :mod:`worker.core.views`). ``logit`` is the
+    window's own; ``score`` what the vote's score would be were this window the best.
+    """
+
+    view: str = "raw"
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    logit: float
+    score: float
+
+
 class Answer(Frozen):
     """What a detector returns: its raw protocol output and what it cost.
 
     The coordinator, not the detector, turns this into a :class:`Vote` by
-    validating ``output`` against the policy's strict protocol.
+    validating ``output`` against the policy's strict protocol. ``windows``
+    (local models only): the highest-scoring windows, best first, as offsets.
     """
 
     output: str
@@ -92,6 +108,7 @@ class Answer(Frozen):
     tokens: int = 0
     cost_usd: float = 0.0
     score: float | None = None
+    windows: tuple[ScoredWindow, ...] = ()
 
 
 class Vote(Frozen):
@@ -107,6 +124,7 @@ class Vote(Frozen):
     cost_usd: float = 0.0
     score: float | None = None
     coverage: Coverage | None = None
+    windows: tuple[ScoredWindow, ...] = ()  # a local model's best windows, best first (offsets only)
 
     @property
     def valid(self) -> bool:

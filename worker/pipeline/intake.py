@@ -55,17 +55,21 @@ def submit_many(
     policies: Sequence[str],
     enqueue_batch: Callable[[list[str]], None],
     batch_size: int | None = None,
+    registered: Callable[[Submitted], None] | None = None,
 ) -> list[Submitted]:
     """Submit ``(source, bytes)`` items together: new gates go out ``batch_size`` per message.
 
     Each batch is enqueued as soon as it is full, so a long intake keeps the workers busy;
     the rest goes out at the end. The gate rows exist before their message is sent.
+    ``registered`` hears of each item once its gate rows exist (``canary submit``'s progress).
     """
     size = max(1, batch_size or rt.settings.batch_size)
     out: list[Submitted] = []
     waiting: list[str] = []
     for source, data in items:
         submitted = store_and_register(rt, data, policies, source)
+        if registered is not None:
+            registered(submitted)
         waiting.extend(g.id for g, new in zip(submitted.gates, submitted.created, strict=True) if new)
         while len(waiting) >= size:
             enqueue_batch(waiting[:size])

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from worker.adapters import stage_metrics
-from worker.adapters.db import GateRepo, make_engine
+from worker.adapters.db import FetchRepo, GateRepo, make_engine
 from worker.adapters.progress import NoProgress, Progress, progress_for
 from worker.adapters.sinks import FolderSink, KombuSink, QueueSink
 from worker.adapters.storage import CachedReader, LocalStore, ObjectStore, S3Store
@@ -27,6 +27,14 @@ class Runtime:
     review: QueueSink
     actor: str
     progress: Progress = field(default_factory=NoProgress)  # fan-out ledger for `canary stuck`
+    fetches: FetchRepo | None = None  # release references (worker.pipeline.fetch); None: none kept
+
+    @property
+    def fetch_repo(self) -> FetchRepo:
+        """The release references, on the gate database (built on first use when not given)."""
+        if self.fetches is None:
+            self.fetches = FetchRepo(self.repo.engine)
+        return self.fetches
 
 
 def build_runtime(settings: Settings, role: str = "worker") -> Runtime:
@@ -56,7 +64,9 @@ def build_runtime(settings: Settings, role: str = "worker") -> Runtime:
         review = KombuSink(url, settings.review_queue)
     actor = f"{role}:{socket.gethostname()}:{os.getpid()}"
     progress = progress_for(settings.broker_url, settings.gate_deadline_s)
-    return Runtime(settings, repo, store, CachedReader(store), quarantine, allowed, review, actor, progress)
+    reader = CachedReader(store)
+    fetches = FetchRepo(repo.engine)
+    return Runtime(settings, repo, store, reader, quarantine, allowed, review, actor, progress, fetches)
 
 
 _BUILD = threading.Lock()

@@ -8,9 +8,12 @@ An open gate untouched for longer than a threshold is stuck in one of these stag
     detectors k of n voted       running, fanned out, k < n detectors voted (a detect message lost)
     callback not run             running, every detector voted, the decide callback never ran
     decided but not published    allowed under every policy, the allowed message not sent
+    waiting for fetch            a registry release recorded for a worker to fetch, not fetched
+                                 yet (its ``canary.fetch`` message waits, or was lost); its
+                                 ``kind`` is ``fetch`` and its id a fetch id
 
 The first four come from the gate row and the fan-out ledger (``worker.adapters.progress``); the
-last from the submissions. Each line carries the attempts, the age and the last actor in the
+fifth from the submissions, the last from the ``fetches`` table (``worker.pipeline.fetch``). Each line carries the attempts, the age and the last actor in the
 audit trail (the worker that last touched the gate). ``requeue`` and ``to_review`` act on them,
 audited under the operator's name.
 """
@@ -28,6 +31,7 @@ from worker.pipeline.routing import publish_allowed
 from worker.pipeline.runtime import Runtime
 from worker.pipeline.steps import fail
 
+FETCH_STAGE = "waiting for fetch"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -52,6 +56,7 @@ class StuckGate:
     last_actor: str
     last_event: str
     submission_id: str = ""
+    kind: str = "gate"  # or "fetch": a release reference, ``gate_id`` is its fetch id
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -86,7 +91,30 @@ def stuck_gates(rt: Runtime, older_than_s: float, now: datetime | None = None) -
                 submission_id=unpublished.get(gate.id, ""),
             )
         )
+    out.extend(_stuck_fetches(rt, before, now))
     return sorted(out, key=lambda s: -s.age_s)
+
+
+def _stuck_fetches(rt: Runtime, before: datetime, now: datetime) -> list[StuckGate]:
+    out = []
+    for row in rt.fetch_repo.stale(before):
+        trail = rt.repo.audit_trail(row.id)
+        last = trail[-1] if trail else None
+        out.append(
+            StuckGate(
+                gate_id=row.id,
+                policy=",".join(row.policy_refs),
+                status=row.status,
+                stage=FETCH_STAGE,
+                attempts=row.attempts,
+                age_s=round((now - _aware(row.created_at)).total_seconds(), 1),
+                idle_s=round((now - _aware(row.updated_at)).total_seconds(), 1),
+                last_actor=last.actor if last else "",
+                last_event=last.event if last else "",
+                kind="fetch",
+            )
+        )
+    return out
 
 
 def _stage(gate: Gate, entry: dict[str, str], unpublished: bool) -> str:
@@ -103,12 +131,24 @@ def _stage(gate: Gate, entry: dict[str, str], unpublished: bool) -> str:
     return "callback not run"
 
 
-def requeue(rt: Runtime, stuck: Sequence[StuckGate], operator: str, enqueue: Callable[[str], None]) -> int:
+def requeue(
+    rt: Runtime,
+    stuck: Sequence[StuckGate],
+    operator: str,
+    enqueue: Callable[[str], None],
+    enqueue_fetch: Callable[[str], None] | None = None,
+) -> int:
     """Send each stuck gate on again: open gates get a new pre-check message, allowed submissions
-    their allowed message. Audited as ``requeued`` by ``operator:<name>``."""
+    their allowed message, pending fetches a new fetch message (when ``enqueue_fetch`` is given).
+    Audited as ``requeued`` by ``operator:<name>``."""
     done = 0
     for item in stuck:
-        if item.submission_id:
+        if item.kind == "fetch":
+            if enqueue_fetch is None:
+                continue
+            rt.fetch_repo.touch_requeued(item.gate_id, f"operator:{operator}", f"stage={item.stage}")
+            enqueue_fetch(item.gate_id)
+        elif item.submission_id:
             publish_allowed(rt, item.submission_id, _submission_gates(rt, item.submission_id))
         else:
             rt.repo.touch_requeued(item.gate_id, f"operator:{operator}", f"stage={item.stage}")
@@ -118,9 +158,14 @@ def requeue(rt: Runtime, stuck: Sequence[StuckGate], operator: str, enqueue: Cal
 
 
 def to_review(rt: Runtime, stuck: Sequence[StuckGate], operator: str) -> int:
-    """Send each stuck open gate to human review (fail closed), audited with the operator's name."""
+    """Send each stuck open gate to human review (fail closed), audited with the operator's name.
+    A pending fetch has nothing to review yet: it ends ``intake_failed``, naming the operator."""
     moved = 0
     for item in stuck:
+        if item.kind == "fetch":
+            reason = f"given up by operator {operator} (stuck: {item.stage})"
+            moved += rt.fetch_repo.fail(item.gate_id, reason, f"operator:{operator}")
+            continue
         if item.submission_id:  # decided already: publishing is what is missing, not a decision
             continue
         if fail(rt, item.gate_id, f"sent to review by operator {operator} (stuck: {item.stage})"):

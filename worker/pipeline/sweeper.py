@@ -7,7 +7,10 @@
   left alone however long it waits: a backlog is not a loss, and a re-sent copy would only
   queue behind the original. Re-sending releases the gate's claim, so the next start counts
   as a new attempt (the previous one is known dead);
-- an allowed submission whose message was not published yet is published.
+- an allowed submission whose message was not published yet is published;
+- a registry release recorded for a worker to fetch (``worker.pipeline.fetch``) and untouched for
+  ``requeue_after_s`` whose ``canary.fetch`` message is known lost is sent again, or, past
+  ``max_attempts``, recorded as ``intake_failed``.
 
 Sweeps never overlap: each holds an expiring lock (``worker.adapters.broker.sweep_lock``); a
 sweep that finds the lock taken does nothing (the beat schedule also expires sweep messages
@@ -23,24 +26,46 @@ import structlog
 
 from worker.adapters.broker import queued_gate_ids, sweep_lock
 from worker.adapters.db import utcnow
+from worker.pipeline.fetch import resend_stale
 from worker.pipeline.routing import publish_allowed
 from worker.pipeline.runtime import Runtime
 from worker.pipeline.steps import fail
 
 log = structlog.get_logger("canary.sweeper")
 
-SWEEP_COUNTS = ("overdue", "gave_up", "requeued", "still_queued", "published", "skipped")
+SWEEP_COUNTS = (
+    "overdue",
+    "gave_up",
+    "requeued",
+    "still_queued",
+    "published",
+    "fetch_requeued",
+    "fetch_gave_up",
+    "fetch_still_queued",
+    "skipped",
+)
 
 
-def sweep(rt: Runtime, enqueue: Callable[[str], None]) -> dict[str, int]:
-    """One sweep, unless another one is running (then ``skipped`` is 1 and nothing else happens)."""
+def sweep(
+    rt: Runtime, enqueue: Callable[[str], None], enqueue_fetch: Callable[[str], None] | None = None
+) -> dict[str, int]:
+    """One sweep, unless another one is running (then ``skipped`` is 1 and nothing else happens).
+
+    ``enqueue_fetch`` sends a release fetch again; without it pending fetches are left alone."""
     settings = rt.settings
     ttl = max(settings.sweep_interval_s * 4, settings.hard_time_limit_s)
     with sweep_lock(settings.broker_url, settings.data_dir, ttl) as held:
         if not held:
             log.info("sweep_skipped", reason="another sweep holds the lock")
             return {key: int(key == "skipped") for key in SWEEP_COUNTS}
-        return _sweep(rt, enqueue)
+        counts = _sweep(rt, enqueue)
+        if enqueue_fetch is not None:
+            fetch_queue = [settings.fetch_queue]
+            queued = queued_gate_ids(settings.broker_url, fetch_queue, settings.visibility_timeout)
+            resend_stale(rt, enqueue_fetch, queued, counts)
+        if any(counts.values()):
+            log.info("sweep", **counts)
+        return counts
 
 
 def _sweep(rt: Runtime, enqueue: Callable[[str], None]) -> dict[str, int]:
@@ -71,6 +96,4 @@ def _sweep(rt: Runtime, enqueue: Callable[[str], None]) -> dict[str, int]:
     for sub in rt.repo.unpublished():
         publish_allowed(rt, sub.id, sub.gates)
         counts["published"] += 1
-    if any(counts.values()):
-        log.info("sweep", **counts)
     return counts

@@ -16,7 +16,9 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
         broker, backend = "memory://", "cache+memory://"
     else:
         broker, backend = settings.require_broker(), settings.backend_url()
-    app = Celery("canary", broker=broker, backend=backend, include=["worker.tasks.gate"])
+    app = Celery(
+        "canary", broker=broker, backend=backend, include=["worker.tasks.gate", "worker.tasks.fetch"]
+    )
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
@@ -30,6 +32,7 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
         result_serializer="json",
         accept_content=["json"],
         task_default_queue=settings.task_queue,
+        task_routes={"canary.fetch": {"queue": settings.fetch_queue}},
         worker_send_task_events=settings.task_events,
         worker_disable_rate_limits=True,  # no task has a rate limit; skips the bucket bookkeeping
         broker_connection_retry_on_startup=True,
@@ -64,6 +67,7 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
         from worker.tasks.exporter import connect_worker_exporter
 
         connect_worker_exporter()  # the main process serves /metrics when CANARY_METRICS_PORT != 0
+    import worker.tasks.fetch  # noqa: F401
     import worker.tasks.gate  # noqa: F401  (registers the shared tasks on this app)
 
     return app

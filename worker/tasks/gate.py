@@ -169,11 +169,15 @@ def chord_failed(request: Any, exc: Any, traceback: Any, gate_ids: list[str] | N
 
 @shared_task(bind=True, name="canary.sweep")  # type: ignore[untyped-decorator]
 def sweep_task(self: Any) -> dict[str, int]:
-    """Beat-scheduled sweeper: overdue gates to review, lost messages re-enqueued."""
+    """Beat-scheduled sweeper: overdue gates to review, lost gate and fetch messages re-enqueued."""
     from worker.pipeline.sweeper import sweep
 
     app = self.app
-    return sweep(runtime_for(app), lambda gid: app.send_task("canary.precheck", (gid,), ignore_result=True))
+    return sweep(
+        runtime_for(app),
+        lambda gid: app.send_task("canary.precheck", (gid,), ignore_result=True),
+        lambda fid: app.send_task("canary.fetch", (fid,), ignore_result=True),
+    )
 
 
 def suppressed(rt: Any, policy_id: str, data: bytes, result: PrecheckResult) -> bool:

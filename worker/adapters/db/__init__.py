@@ -2,12 +2,15 @@
 (``repository``, its metrics reads in ``gauges``, its review and stuck-gate reads in ``reads``),
 that repository's Postgres fast paths (``postgres``), the engines with the boundary that translates
 the driver's errors (``engine``), and the small sibling repositories of the suppressions and the
-intake's idempotency keys (``suppressions``, ``intake_keys``). Nothing outside ``worker.adapters``
+intake's idempotency keys (``suppressions``, ``intake_keys``), the release references
+fetched by the workers (``fetches``) and the gates that hold each release (``releases``). Nothing outside ``worker.adapters``
 imports sqlalchemy or sqlmodel: code that types an engine names it ``worker.adapters.db.Engine``."""
 
 from sqlalchemy.engine import Engine
 
 from worker.adapters.db.engine import make_engine, make_reader_engine
+from worker.adapters.db.fetches import FETCHED, INTAKE_FAILED, PENDING, Fetch, FetchRepo
+from worker.adapters.db.releases import ReleaseGate, ReleaseGateRepo
 from worker.adapters.db.repository import GateRepo
 from worker.adapters.db.tables import (
     OPEN_STATUSES,
@@ -25,12 +28,19 @@ from worker.adapters.db.tables import (
 )
 
 __all__ = [
+    "FETCHED",
+    "INTAKE_FAILED",
+    "PENDING",
     "OPEN_STATUSES",
     "REVIEWED",
     "TERMINAL_STATUSES",
     "AuditEvent",
     "Engine",
+    "Fetch",
+    "FetchRepo",
     "Gate",
+    "ReleaseGate",
+    "ReleaseGateRepo",
     "GateRepo",
     "GateStatus",
     "Outcome",

@@ -45,9 +45,7 @@ class LexicalModel:
     overlap: int
     threshold: float
     null: WindowNull | None = None
-    added_only: bool = (
-        False  # reads a diff's added lines and context only (worker.detectors.local.windows.added_view)
-    )
+    added_only: bool = False  # reads a diff's added lines and context only (worker.core.views.added_view)
 
     @classmethod
     def load(cls, source: Path | BinaryIO) -> LexicalModel:

@@ -40,9 +40,7 @@ class SemanticModel:
     overlap: int
     threshold: float
     null: WindowNull | None = None
-    added_only: bool = (
-        False  # reads a diff's added lines and context only (worker.detectors.local.windows.added_view)
-    )
+    added_only: bool = False  # reads a diff's added lines and context only (worker.core.views.added_view)
 
     # Window text per call: the tokenizer's encodings of 1 MB peaked at +37 MB a vote, 512 KB at +18;
     # smaller batches cost CPU (256 KB: +13 %). Not a field: how a vote is computed, not what was trained.

@@ -18,7 +18,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
-from itertools import chain, islice
+from itertools import islice
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -26,18 +26,17 @@ import numpy as np
 
 from policies.loader import current_sha256, default_models_dir
 from worker.core.detector import Artifact, verdict_output
-from worker.core.diff import parse_diff
 from worker.core.errors import ConfigError, DetectorError
-from worker.core.mail import decoded_text_parts
-from worker.core.models import Answer, Coverage, ErrorKind, Verdict
+from worker.core.models import Answer, Coverage, ErrorKind, ScoredWindow, Verdict
 from worker.core.policy import HarmPolicy
-from worker.core.prose import diff_prose
 from worker.core.segment import coverage_of, segment_spans
+from worker.core.views import scanned_views
 from worker.detectors.local.scan_statistic import WindowNull
 
 T = TypeVar("T")
 
 BATCH_BYTES = 1 << 20  # window text scored per model call, unless the model says (``batch_bytes``)
+TOP_WINDOWS = 3  # the best windows a vote names (by view and offsets), for a reviewer
 
 _LOCK = threading.RLock()  # re-entrant: a model loader may load a shared artifact
 _CACHE: dict[tuple[str, str], tuple[tuple[str, ...], object]] = {}  # -> (digests, model)
@@ -101,45 +100,6 @@ def lazy_window_texts(data: bytes, spans: Iterable[tuple[int, int]]) -> Iterator
     return (data[start:end].decode("utf-8", errors="replace") for start, end in spans)
 
 
-def added_view(data: bytes) -> bytes:
-    """What a release adds: a unified diff without its removed lines (headers, hunk lines, context
-    and added lines kept); anything that is not a diff, as it is. A release that deletes a clipper
-    is not a clipper, so a model trained on this view never reads removed code."""
-    diff = parse_diff(data)
-    if diff is None or not len(diff.removed):
-        return data
-    pieces, last = [], 0
-    for start, end in diff.removed.tolist():
-        pieces.append(data[last:start])
-        last = end
-    pieces.append(data[last:])
-    return b"".join(pieces)
-
-
-def added_view_windows(data: bytes, window: int, overlap: int) -> Iterator[bytes]:
-    """The windows of :func:`added_view` (``segment_spans`` of its length), without building it:
-    the same bytes, window by window, holding one window and one piece of at most ``window`` bytes
-    at a time (the view of a large diff was a second copy of it)."""
-    diff = parse_diff(data)
-    if diff is None or not len(diff.removed):
-        yield from (data[start:end] for start, end in segment_spans(len(data), window, overlap))
-        return
-    removed = diff.removed.tolist()
-    total = len(data) - sum(end - start for start, end in removed)
-    kept = zip([0] + [end for _, end in removed], [start for start, _ in removed] + [len(data)], strict=True)
-    pieces = ((at, min(at + window, hi)) for lo, hi in kept for at in range(lo, hi, window))
-    view = memoryview(data)
-    held, held_from = bytearray(), 0  # bytes [held_from, held_from + len(held)) of the view
-    for start, end in segment_spans(total, window, overlap):
-        while held_from + len(held) < end:
-            lo, hi = next(pieces)
-            held += view[lo:hi]
-        yield bytes(held[start - held_from : end - held_from])
-        drop = min(len(held), start + window - overlap - held_from)  # up to the next window's start
-        del held[:drop]  # a bytearray drops its head in O(1)
-        held_from += drop
-
-
 class WindowedModel(Protocol):
     # Read-only members, so that frozen dataclasses (the lexical and semantic models) conform.
     @property
@@ -191,48 +151,54 @@ def scored_answer(
     prose: bool = False,
     reference_windows: float | None = None,
 ) -> Answer:
-    """Score every window of ``data`` and answer with full coverage.
+    """Score every window of ``data`` and answer with full coverage and the best windows.
 
     A model trained on what releases add (``added_only``) reads a diff without its removed lines
-    (:func:`added_view`); the coverage still counts every byte, removed lines being read, and left
-    out on purpose. An e-mail's base64 or quoted-printable text parts are also scored decoded (what its reader
-    sees), in windows of their own; so is, with ``prose``, the text a diff adds inside code
-    (comments, docstrings, sentence-like strings: :mod:`worker.core.prose`). The coverage stays
-    that of the raw bytes, all of them.
+    (:func:`worker.core.views.added_view`); the coverage still counts every byte, removed lines
+    being read, and left out on purpose. An e-mail's base64 or quoted-printable text parts are
+    also scored decoded (what its reader sees), in windows of their own; so is, with ``prose``,
+    the text a diff adds inside code (comments, docstrings, sentence-like strings:
+    :mod:`worker.core.prose`). The coverage stays that of the raw bytes, all of them.
     Windows are scored ``BATCH_BYTES`` (or the model's ``batch_bytes``) of text at a time and only
-    the best logit is kept, so memory stays flat however large the artifact; the windows, their
-    spans and the coverage are produced lazily, never as lists.
+    the ``TOP_WINDOWS`` best are kept (by view and offsets), so memory stays flat however large the
+    artifact; windows and their spans are produced lazily, never as lists.
     """
     # ``added_only``: an artifact flag of the lexical and semantic models; other models read raw bytes.
-    if getattr(model, "added_only", False):
-        first: Iterator[bytes] = added_view_windows(data, model.window, model.overlap)
-    else:
-        first = (data[start:end] for start, end in segment_spans(len(data), model.window, model.overlap))
-    sources = [*decoded_text_parts(data)]
-    if prose and (text := diff_prose(data)):
-        sources.append(text)
-    windows = chain(  # lazily: the spans of a 100 MB artifact as a list were 0.3 bytes per byte
-        (window.decode("utf-8", errors="replace") for window in first),
-        (
-            text
-            for source in sources
-            for text in lazy_window_texts(source, segment_spans(len(source), model.window, model.overlap))
-        ),
-    )
+    views = scanned_views(data, getattr(model, "added_only", False), prose)
+    windows = ((name, span, text) for name, view in views for span, text in _view_windows(view, model))
     per_batch = max(1, getattr(model, "batch_bytes", BATCH_BYTES) // model.window)
-    best: np.floating[Any] | None = None
+    # (-logit, order, view, span, logit in the model's dtype), best first; ties: the earlier window
+    best: list[tuple[float, int, str, tuple[int, int], np.floating[Any]]] = []
     count = 0
     while batch := list(islice(windows, per_batch)):
-        logits = model.logits(batch)
-        if logits.size:
-            top = logits.max()
-            best = top if best is None or top > best else best
-            count += int(logits.size)
-    score = best_window_score(model, best, count, reference_windows)
+        logits = model.logits([text for _, _, text in batch])
+        for i in np.argsort(-logits, kind="stable")[:TOP_WINDOWS].tolist():
+            best.append((-float(logits[i]), count + i, batch[i][0], batch[i][1], logits[i]))
+        best = sorted(best, key=lambda item: item[:2])[:TOP_WINDOWS]
+        count += int(logits.size)
+    with np.errstate(over="ignore"):  # a model without a null: a far-off window's score is 0.0
+        top = [
+            ScoredWindow(
+                view=name,
+                start=start,
+                end=end,
+                logit=float(logit),
+                score=best_window_score(model, logit, count, reference_windows),
+            )
+            for _, _, name, (start, end), logit in best
+        ]
+    score = top[0].score if top else 0.0
     verdict: Verdict = "harmful" if score >= threshold else "harmless"
     spans = segment_spans(len(data), model.window, model.overlap)
     coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
-    return Answer(output=verdict_output(verdict), coverage=coverage, score=score)
+    return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
+
+
+def _view_windows(view: bytes, model: WindowedModel) -> Iterator[tuple[tuple[int, int], str]]:
+    """Each window of ``view`` with its text, one at a time (the spans of a 100 MB artifact as a
+    list were 0.3 bytes per byte)."""
+    for start, end in segment_spans(len(view), model.window, model.overlap):
+        yield (start, end), view[start:end].decode("utf-8", errors="replace")
 
 
 class WindowedModelDetector:

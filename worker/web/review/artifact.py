@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from worker.pipeline.review import HIDDEN_CODEPOINTS
+from worker.pipeline.review_windows import model_windows as windows_to_show
 
 MAX_LINES = 3000  # longer artifacts: the first lines and the lines around each piece of evidence
 HEAD_LINES = 80
@@ -153,19 +154,16 @@ def evidence_spans(report: dict[str, Any]) -> list[tuple[int, int]]:
 
 
 def model_windows(report: dict[str, Any], data: bytes, top: int = 3) -> list[dict[str, Any]]:
-    """The highest-scoring model windows when the models alone blocked it (the pre-check did
-    not), if the votes carry them (``windows``: ``[{start, end, score}]``)."""
-    if report.get("precheck", {}).get("verdict") == "harmful":
-        return []
-    found = []
-    for vote in report.get("votes", []):
-        for window in vote.get("windows") or []:
-            start, end = window.get("start"), window.get("end")
-            if isinstance(start, int) and isinstance(end, int) and end > start:
-                score = float(window.get("score") or 0.0)
-                found.append((score, vote.get("detector", "?"), start, end))
-    found.sort(key=lambda w: -w[0])
+    """The highest-scoring model windows when the models, not the pre-check, decided
+    (:func:`worker.pipeline.review_windows.model_windows`), each window's text as pieces."""
     return [
-        {"detector": d, "score": s, "start": a, "end": b, "pieces": text_pieces(data[a:b])}
-        for s, d, a, b in found[:top]
+        {
+            "detector": w.label,
+            "score": w.score,
+            "view": w.view,
+            "start": w.start,
+            "end": w.end,
+            "pieces": text_pieces(w.text) if w.text is not None else None,
+        }
+        for w in windows_to_show(report, data, top)
     ]
