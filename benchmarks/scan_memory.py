@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -56,7 +57,7 @@ BUILD = {"text": text_input, "diff": diff_input}
 
 def scan(path: Path, policy: str, tmp: Path) -> dict[str, object]:
     """One `canary scan` process: its peak RSS (MB), CPU and wall seconds, and its report."""
-    data_dir = tempfile.mkdtemp(dir=tmp, prefix="data-")
+    data_dir = tempfile.mkdtemp(dir=tmp, prefix="data-")  # removed after the scan: it stores the input
     env = {**os.environ, "CANARY_DATA_DIR": data_dir, "CANARY_CACHE_DIR": str(tmp / "cache")}
     for var in ("CANARY_BROKER_URL", "CANARY_DATABASE_URL", "CANARY_S3_ENDPOINT_URL"):
         env.pop(var, None)
@@ -68,6 +69,7 @@ def scan(path: Path, policy: str, tmp: Path) -> dict[str, object]:
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         lines = [line for line in out.read().decode().splitlines() if line.startswith("{")]
+    shutil.rmtree(data_dir, ignore_errors=True)
     if proc.returncode not in (0, 1) or not lines:
         raise RuntimeError(f"canary scan {path.name} exited {proc.returncode}")
     return {
@@ -92,6 +94,14 @@ def main() -> None:
     kinds, policy = args.kind or list(KINDS), args.policy
     print(harness.machine_line())
     tmp = Path(tempfile.mkdtemp(prefix="canary-scan-memory-"))
+    try:
+        measure(args.sizes, kinds, policy, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def measure(sizes: list[int], kinds: list[str], policy: str, tmp: Path) -> None:
+    """Scan the tiny file, then each input; print the table and the TARGET lines."""
     tiny = tmp / "tiny.txt"
     tiny.write_bytes(TINY)
     scan(tiny, policy, tmp)  # fills the compiled cache
@@ -100,7 +110,7 @@ def main() -> None:
     print(f"{'input':>12} {'peak MB':>8} {'+MB':>7} {'B/B':>5} {'CPU s':>7} {'wall s':>7}  verdict")
     rows = []
     for kind in kinds:
-        for size in args.sizes:
+        for size in sizes:
             path = tmp / f"{kind}-{size}mb.{'diff' if kind == 'diff' else 'txt'}"
             # In a child: a forked `canary scan` starts with this process's peak as its own
             # (ru_maxrss survives exec), so this one must never hold a large input.
@@ -116,7 +126,8 @@ def main() -> None:
             votes = len(report["votes"])
             print(
                 f"{kind + f' {size} MB':>12} {got['peak_mb']:8.1f} {extra:7.1f} {per_byte:5.2f} "
-                f"{got['cpu_s']:7.1f} {got['wall_s']:7.1f}  {report['decision']} ({votes} votes), {whole} scanned"
+                f"{got['cpu_s']:7.1f} {got['wall_s']:7.1f}  {report['decision']} ({votes} votes), {whole} scanned",
+                flush=True,  # a 100 MB diff takes minutes: show each row as it comes
             )
     for kind, size, per_byte in rows:
         harness.target(
