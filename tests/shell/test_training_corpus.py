@@ -92,3 +92,15 @@ def test_the_committed_corpus_matches_its_manifest():
     assert {r["split"] for r in records} == {"train"}
     languages = {r["how"].split(": ")[1].split()[0] for r in records if r["id"].startswith("extra:attack:")}
     assert len(languages) >= 10
+
+
+def test_long_readme_documents_are_whole_readmes_joined_to_4_to_64_kb(tmp_path):
+    """The long harmless documents join READMEs to a size between the bounds and form their own groups."""
+    cache = _cache(tmp_path)
+    records, _, manifest = build.build_corpus(cache, set(), set(), None)
+    long = [r for r in records if r["id"].startswith("extra:long:")]
+    assert len(long) == build.LONG_DOCUMENTS == manifest["counts"]["long"]["harmless"]
+    sizes = [len(r["text"].encode("utf-8")) for r in long]
+    assert min(sizes) >= build.LONG_SIZES[0] - 200 and max(sizes) <= build.LONG_SIZES[1]
+    assert all(r["label"] == "harmless" and r["group"].startswith("readme-long:") for r in long)
+    assert all("parses configuration files" in r["text"] for r in long)

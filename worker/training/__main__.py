@@ -4,9 +4,13 @@ Steps: distil the static MiniLM embedding (skipped when already shipped; the
 only step that needs torch), then for each policy and detector: group-aware
 5-fold CV on the train split, pick the threshold on the out-of-fold scores,
 fit on all of train and write ``worker/weights/<policy>/<detector>.npz``.
-Prompt-injection records are also scored as planted copies inside code (out of
-fold, never trained on unless ``--train-on-copies``): the summary reports the
-quorum's FNR / FPR on them. Dev is never read here.
+Prompt-injection trains on its train split plus the committed extra corpus
+(``worker/training/corpus/data``: generated attacks and look-alikes in ten
+languages and many carriers, NotInject, README slices and long README
+documents), and on two planted copies of every train record: one inside code,
+one inside README prose of 1-16 KB. The quorum thresholds weigh the long README
+documents' false alarms as a term of their own. Other policies score their
+copies only (``--train-on-copies`` trains on them). Dev is never read here.
 """
 
 from __future__ import annotations
@@ -23,11 +27,14 @@ import numpy as np
 from worker.detectors.local.windows import models_dir
 from worker.training.data import (
     POLICIES,
+    Corpus,
     default_datasets_dir,
     load_corpus,
+    long_mask,
     own_mask,
     planted_mask,
     with_code_negatives,
+    with_extra_corpus,
     with_planted_copies,
 )
 from worker.training.mil import error_rates
@@ -39,6 +46,9 @@ DETECTORS = ("lexical", "semantic")
 # Policies whose model thresholds are re-chosen for the local 2-of-3 quorum (worker.training.ensemble)
 # after both models are trained; each artifact keeps its stand-alone threshold as ``threshold_alone``.
 ENSEMBLE_CALIBRATED = POLICIES
+# Policies whose models also train on the planted copies of their records (in code and in prose):
+# the records are bare text, what the gate reads is a carrier with the instruction somewhere inside.
+TRAINED_COPIES = ("prompt-injection",)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -84,7 +94,10 @@ def main(argv: list[str] | None = None) -> None:
         train = with_code_negatives(
             load_corpus(datasets, policy, "train"), datasets, policy, "train", prose=args.prose_negatives
         )
-        train = with_planted_copies(train, datasets, policy, "train")
+        extra = with_extra_corpus(Corpus([], [], [], []), policy)
+        prose = [t for t, long in zip(extra.texts, long_mask(extra), strict=True) if long]
+        train = with_extra_corpus(with_planted_copies(train, datasets, policy, "train", prose=prose), policy)
+        copies = args.train_on_copies or policy in TRAINED_COPIES
         labels = np.asarray(train.labels)
         oof: dict[str, np.ndarray] = {}
         for detector in detectors:
@@ -92,11 +105,11 @@ def main(argv: list[str] | None = None) -> None:
             if detector == "lexical":
                 from worker.training.lexical import train_lexical
 
-                result = train_lexical(policy, train, out_dir, train_on_copies=args.train_on_copies)
+                result = train_lexical(policy, train, out_dir, train_on_copies=copies)
             else:
                 from worker.training.semantic import train_semantic
 
-                result = train_semantic(policy, train, out_dir, train_on_copies=args.train_on_copies)
+                result = train_semantic(policy, train, out_dir, train_on_copies=copies)
             own = own_mask(train)
             fnr, fpr = error_rates(result.oof_scores[own], labels[own], result.threshold_logit)
             summary[f"{policy}/{detector}"] = {"cv_fnr": round(fnr, 4), "cv_fpr": round(fpr, 4)}
@@ -106,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
             from worker.training.ensemble import choose_ensemble_thresholds, store_threshold
 
             choice = choose_ensemble_thresholds(
-                policy, train, oof["lexical"], oof["semantic"], planted_weight=float(args.train_on_copies)
+                policy, train, oof["lexical"], oof["semantic"], planted_weight=float(copies)
             )
             store_threshold(out_dir / policy / "lexical.npz", choice.lexical_logit)
             store_threshold(out_dir / policy / "semantic.npz", choice.semantic_logit)
@@ -114,6 +127,7 @@ def main(argv: list[str] | None = None) -> None:
                 "cv_fnr": round(choice.fnr, 4),
                 "cv_fpr": round(choice.fpr, 4),
                 "cv_code_fpr": round(choice.code_fpr, 4),
+                "cv_long_fpr": round(choice.long_fpr, 4),
             }
             if planted_mask(train).any():  # the records inside code (scored, or trained on too)
                 summary[f"{policy}/ensemble"]["cv_planted_fnr"] = round(choice.planted_fnr, 4)

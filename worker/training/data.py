@@ -37,7 +37,11 @@ def default_datasets_dir() -> Path:
 
 def load_corpus(datasets_dir: Path, policy: str, split: str) -> Corpus:
     """Load one split; texts stay in memory only, never written anywhere."""
-    path = datasets_dir / policy / f"{split}.jsonl.gz"
+    return load_file(datasets_dir / policy / f"{split}.jsonl.gz")
+
+
+def load_file(path: Path) -> Corpus:
+    """Load a labelled JSON-lines file (gzip)."""
     texts: list[str] = []
     labels: list[int] = []
     groups: list[str] = []
@@ -50,6 +54,33 @@ def load_corpus(datasets_dir: Path, policy: str, split: str) -> Corpus:
             groups.append(record["group"])
             ids.append(record["id"])
     return Corpus(texts=texts, labels=labels, groups=groups, ids=ids)
+
+
+# The project's own prompt-injection corpus (``python -m worker.training.corpus``): generated
+# attacks and look-alikes in carriers and ten languages, NotInject, README slices and long README
+# documents. Trained on like the policy's train split; dev is never read.
+CORPUS_FILE = Path(__file__).resolve().parent / "corpus" / "data" / "prompt-injection.jsonl.gz"
+EXTRA_CORPORA: dict[str, Path] = {"prompt-injection": CORPUS_FILE}
+LONG_GROUP_PREFIX = "readme-long:"
+
+
+def with_extra_corpus(corpus: Corpus, policy: str, path: Path | None = None) -> Corpus:
+    """``corpus`` plus the policy's committed extra training corpus, if it has one."""
+    source = path or EXTRA_CORPORA.get(policy)
+    if source is None:
+        return corpus
+    extra = load_file(source)
+    return Corpus(
+        texts=corpus.texts + extra.texts,
+        labels=corpus.labels + extra.labels,
+        groups=corpus.groups + extra.groups,
+        ids=corpus.ids + extra.ids,
+    )
+
+
+def long_mask(corpus: Corpus) -> np.ndarray:
+    """True for the long README documents (their false alarms are a carrier's)."""
+    return np.array([g.startswith(LONG_GROUP_PREFIX) for g in corpus.groups], dtype=bool)
 
 
 def own_mask(corpus: Corpus) -> np.ndarray:
@@ -147,8 +178,31 @@ def planted(rng: random.Random, text: str, code: list[bytes], context: int = PLA
     return f"{before}\n{body}\n{after}"
 
 
-def with_planted_copies(corpus: Corpus, datasets_dir: Path, policy: str, split: str, seed: int = 0) -> Corpus:
-    """``corpus`` plus one planted copy of each of its own records, if the policy has ``PLANTED``."""
+# Prose carriers: each record also gets a second copy inside README text of log-uniform 1-16 KB
+# (cut from the extra corpus's long README documents), at a random line, as it is, as an HTML
+# comment or as a quotation, so the models learn the instruction apart from the prose around it.
+LONG_PLANTED_SIZES = (1024, 16384)
+LONG_PLANTED_SUFFIX = "#long"
+_PROSE_FORMATS = ("{}", "<!-- {} -->", "> {}")
+
+
+def planted_in_prose(rng: random.Random, text: str, prose: list[str]) -> str:
+    """``text`` set at a random line boundary of a random-size cut of a random ``prose`` document."""
+    low, high = (np.log(size) for size in LONG_PLANTED_SIZES)
+    size = int(np.exp(rng.uniform(low, high)))
+    data = rng.choice(prose).encode("utf-8")
+    start = rng.randrange(max(1, len(data) - size))
+    host = data[start : start + size].decode("utf-8", errors="ignore")
+    cut = host.rfind("\n", 0, rng.randrange(len(host) + 1)) + 1
+    body = rng.choice(_PROSE_FORMATS).format(text)
+    return f"{host[:cut]}{body}\n{host[cut:]}"
+
+
+def with_planted_copies(
+    corpus: Corpus, datasets_dir: Path, policy: str, split: str, seed: int = 0, prose: list[str] | None = None
+) -> Corpus:
+    """``corpus`` plus one planted copy of each of its own records, if the policy has ``PLANTED``
+    (and a second one inside ``prose`` documents, if given)."""
     source = PLANTED.get(policy)
     if source is None:
         return corpus
@@ -166,4 +220,9 @@ def with_planted_copies(corpus: Corpus, datasets_dir: Path, policy: str, split: 
             labels.append(corpus.labels[index])
             groups.append(corpus.groups[index])
             ids.append(corpus.ids[index] + PLANTED_SUFFIX)
+            if prose:
+                texts.append(planted_in_prose(rng, corpus.texts[index], prose))
+                labels.append(corpus.labels[index])
+                groups.append(corpus.groups[index])
+                ids.append(corpus.ids[index] + LONG_PLANTED_SUFFIX + PLANTED_SUFFIX)
     return Corpus(texts=texts, labels=labels, groups=groups, ids=ids)

@@ -8,7 +8,8 @@ out-of-fold model scores and the rules scores of the training split, searches a
 grid of threshold pairs, and returns the best. Train only; dev is never read.
 
 Objective: FNR + FPR on the policy's own corpus + FPR on the extra code
-negatives (a diff is a large share of what is gated), each artifact weighted
+negatives (a diff is a large share of what is gated) + FPR on the long README
+documents (what a planted instruction hides in), each artifact weighted
 ``1/sqrt(group size)`` so a big family does not decide alone. The quorum's FNR
 and FPR on the records' planted copies (records inside code) are reported
 beside it, and count in it only when asked (``planted_weight``).
@@ -25,7 +26,7 @@ import numpy as np
 from policies.loader import load_policy
 from worker.core.precheck import scan_policy
 from worker.detectors.local.rules import DEFAULT_RATIO
-from worker.training.data import CODE_GROUP_PREFIX, Corpus, own_mask, planted_mask
+from worker.training.data import CODE_GROUP_PREFIX, Corpus, long_mask, own_mask, planted_mask
 
 GRID = 80  # candidate thresholds per model (quantiles of its out-of-fold scores)
 # A quorum member must stay a vote: with a precise rules voter the search would otherwise loosen a
@@ -43,6 +44,7 @@ class EnsembleChoice:
     fnr: float
     fpr: float
     code_fpr: float
+    long_fpr: float = 0.0  # FPR on the long README documents (a carrier's false alarm)
     planted_fnr: float = 0.0  # FNR and FPR on the planted copies (reported; optimised only if weighted)
     planted_fpr: float = 0.0
 
@@ -84,8 +86,9 @@ def choose_ensemble_thresholds(
     code = np.array([g.startswith(CODE_GROUP_PREFIX) for g in train.groups])
     planted = planted_mask(train)
     weights = _weights(train.groups, ~planted)
-    own = own_mask(train)
-    positive, negative, code_negative = (labels == 1) & own, (labels == 0) & own, (labels == 0) & code
+    own, long = own_mask(train), long_mask(train)
+    positive, negative, code_negative = (labels == 1) & own, (labels == 0) & own & ~long, (labels == 0) & code
+    long_negative = (labels == 0) & long
     planted_positive, planted_negative = planted & (labels == 1), planted & (labels == 0)
     grid = np.linspace(0.0, 1.0, GRID)
     lex_cuts = _capped(np.quantile(lexical_oof[own], grid), lexical_oof, weights, negative)
@@ -99,9 +102,10 @@ def choose_ensemble_thresholds(
         fnr = _rate(~harmful, weights, positive)
         fpr = _rate(harmful, weights, negative)
         code_fpr = _rate(harmful, weights, code_negative) if code_negative.any() else np.zeros(len(lex_cuts))
+        long_fpr = _rate(harmful, weights, long_negative) if long_negative.any() else np.zeros(len(lex_cuts))
         planted_fnr = _rate(~harmful, weights, planted_positive)  # zeros without copies
         planted_fpr = _rate(harmful, weights, planted_negative)
-        cost = fnr + fpr + code_fpr + planted_weight * (planted_fnr + planted_fpr)
+        cost = fnr + fpr + code_fpr + long_fpr + planted_weight * (planted_fnr + planted_fpr)
         i = int(np.argmin(cost))
         if cost[i] < best_cost:
             best_cost = float(cost[i])
@@ -111,6 +115,7 @@ def choose_ensemble_thresholds(
                 float(fnr[i]),
                 float(fpr[i]),
                 float(code_fpr[i]),
+                float(long_fpr[i]),
                 float(planted_fnr[i]),
                 float(planted_fpr[i]),
             )

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 from pathlib import Path
 from typing import Any
 
 from worker.training.corpus import generate, negatives, phrases, registry
 from worker.training.corpus.carriers import CARRIERS
-from worker.training.data import default_datasets_dir
+from worker.training.data import LONG_GROUP_PREFIX, default_datasets_dir
 
 SEED = 0
 ATTACKS = 2400
@@ -24,6 +25,11 @@ SHAPED_NEGATIVES = 1800
 HARD_NEGATIVES = 1000
 README_SLICE = 2048  # bytes of each training README (a slice at line boundaries)
 README_RECORDS = 1500  # READMEs trained on as negatives (all of them lend filler to the carriers)
+# Long documents of README text (several READMEs joined, log-uniform 4-64 KB): what a planted
+# instruction hides in. The best of a long document's windows is what a carrier's false alarm is
+# made of, so the thresholds are chosen on these too (worker.training.ensemble, "long" term).
+LONG_DOCUMENTS = 600
+LONG_SIZES = (4096, 65536)
 CARRIER_SHARE = 0.15  # packages (by name hash) whose README is kept out of training, for planted.py
 CARRIER_CAP = 32768
 BUCKETS = 32
@@ -157,6 +163,7 @@ def build_corpus(
                 how,
             )
         )
+    records += _long_documents(rng, train_readmes)
     carriers = [
         {
             "id": f"carrier:{e}:{r['name']}",
@@ -168,6 +175,41 @@ def build_corpus(
         for e, r in held_readmes
     ]
     return records, carriers, _manifest(records, carriers, notinject is not None)
+
+
+def _long_documents(rng: random.Random, readmes: list[tuple[str, dict[str, str]]]) -> list[dict[str, Any]]:
+    """Harmless documents of whole READMEs joined until a log-uniform size, cut at a line end."""
+    out = []
+    low, high = (math.log(size) for size in LONG_SIZES)
+    for i in range(LONG_DOCUMENTS):
+        size = int(math.exp(rng.uniform(low, high)))
+        ecosystem, first = rng.choice(readmes)
+        names, pieces, total = [first["name"]], [first["text"]], len(first["text"].encode("utf-8"))
+        while total < size:
+            _, other = rng.choice(readmes)
+            names.append(other["name"])
+            pieces.append(other["text"])
+            total += len(other["text"].encode("utf-8")) + 2
+        data = "\n\n".join(pieces).encode("utf-8")[:size]
+        end = data.rfind(b"\n")
+        text = data[: end if end > 0 else size].decode("utf-8", "ignore")
+        bucket = int(_bucket(ecosystem, first["name"]) * BUCKETS)
+        how = (
+            f"READMEs of {', '.join(names[:4])}{' ...' if len(names) > 4 else ''} joined, cut at {size} bytes"
+        )
+        out.append(
+            _record(
+                "long",
+                i,
+                text,
+                0,
+                f"{ecosystem}-readme",
+                first.get("license") or "unknown",
+                f"{LONG_GROUP_PREFIX}{ecosystem}:{bucket}",
+                how,
+            )
+        )
+    return out
 
 
 def _notinject(folder: Path | None) -> list[dict[str, Any]]:
