@@ -93,9 +93,9 @@ def unmarked(server: Dovecot) -> list[bytes]:
         conn.logout()
 
 
-def scan(env: dict[str, str], url: str) -> subprocess.Popen[bytes]:
+def scan(env: dict[str, str], url: str, policy: str = POLICY) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "worker", "scan", "--json", "-p", POLICY, url],
+        [sys.executable, "-m", "worker", "scan", "--json", "-p", policy, url],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
 
@@ -133,6 +133,21 @@ def test_fifty_messages_killed_mid_run_and_rerun_are_each_gated_once(
     sources = [s for (s,) in db.execute("select source from gates")]
     assert all(s.startswith(f"imaps://gate@127.0.0.1:{dovecot.port}/INBOX;UIDVALIDITY=") for s in sources)
     assert len(set(sources)) == 50
+
+
+def test_the_shipped_policy_quarantines_the_five_injections_and_allows_the_rest(
+    dovecot: Dovecot, tmp_path: Path
+) -> None:
+    """The shipped prompt-injection policy, models included, on the 50-message mailbox: the 5
+    injections are quarantined and the 45 ordinary notes allowed."""
+    dovecot.append(fifty())
+    run = scan(mail_env(dovecot, tmp_path / "data"), dovecot.url, policy="prompt-injection")
+    _, err = run.communicate(timeout=300)
+    assert run.returncode == 1, err.decode()[-2000:]
+    db = sqlite3.connect(tmp_path / "data" / "canary.db")
+    statuses = dict(db.execute("select status, count(*) from gates group by status").fetchall())
+    assert statuses == {"allow": 45, "quarantine": 5}
+    assert unmarked(dovecot) == []
 
 
 def test_a_rerun_gates_nothing_new(dovecot: Dovecot, tmp_path: Path) -> None:

@@ -63,10 +63,11 @@ def test_a_decoded_mail_body_window_names_its_view(make: type[Detector]) -> None
         cte="base64",
     )
     raw = mail.as_bytes()
-    best = make().answer(artifact(raw), INJECTION).windows[0]
-    view = view_bytes(raw, best.view)
-    assert best.view == "decoded:0" and view is not None
-    assert b"billing-archive@outside-vendor.example" in view[best.start : best.end]
+    windows = make().answer(artifact(raw), INJECTION).windows
+    decoded = next(w for w in windows if w.view == "decoded:0")  # the best or a runner-up
+    view = view_bytes(raw, decoded.view)
+    assert view is not None
+    assert b"billing-archive@outside-vendor.example" in view[decoded.start : decoded.end]
     assert b"billing-archive" not in raw  # only the decoded view holds it
 
 
