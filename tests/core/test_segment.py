@@ -30,3 +30,13 @@ def test_missing_window_is_partial_coverage():
     spans = list(segment_spans(3000, 1000, 0))
     cov = coverage_of(spans[:-1], 3000)
     assert not cov.complete and cov.scanned_bytes == 2000
+
+
+@given(st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 5000)), max_size=40), st.randoms())
+def test_coverage_is_the_union_of_windows_in_any_order(spans, random):
+    """Coverage counts each covered unit once, whatever order the windows come in, even as an iterator."""
+    total = 4000
+    covered = {unit for start, end in spans for unit in range(start, min(end, total))}
+    random.shuffle(spans)
+    cov = coverage_of(iter(spans), total)
+    assert cov.scanned_bytes == len(covered) and cov.segments == len(spans)

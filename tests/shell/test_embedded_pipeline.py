@@ -209,3 +209,16 @@ def test_gate_snapshots_keep_the_unchanging_columns_and_drop_what_is_off_shape(g
     columns = ("sha256", "object_key", "size", "policy_ref", "policy_id", "policy_version", "policy_sha256")
     assert all(getattr(back[g.id], c) == getattr(g, c) for c in columns)
     assert back[g.id].created_at == aware(g.created_at) and gates_from_snapshots(None) == {}
+
+
+def test_gate_steps_read_the_bytes_given_not_a_copy_from_the_store(gate, fixture_policy):
+    """An embedded scan holds its input once: no step reads the artifact back from the store."""
+    reads: list[str] = []
+    store_get = gate.rt.store.get
+    gate.rt.store.get = lambda key: reads.append(key) or store_get(key)  # type: ignore[method-assign]
+    data = b"a big input " * 1000
+    sub = gate.submit(data, [fixture_policy("trivial"), fixture_policy("harmful")])
+    assert [g.status for g in sub.gates] == ["allow", "quarantine"]
+    assert reads == []
+    assert gate.rt.reader.get(sub.gates[0].object_key) == data  # after the scan: from the store again
+    assert reads == [sub.gates[0].object_key]

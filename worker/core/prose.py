@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 from worker.core.diff import parse_diff
@@ -50,6 +51,7 @@ MIN_WORDS = 4  # a string literal of fewer words is an identifier, a key or a fo
 _TRIPLE = re.compile(rb'"""|\'\'\'')
 
 
+@lru_cache(maxsize=4096)  # asked once per added run: a release's files, many times each
 def _syntax(path: str) -> tuple[bool, bool, bool, bool]:
     """(hash comments, slash comments, markup comments, docstrings) of ``path``."""
     name = PurePosixPath(path).name.lower()

@@ -31,26 +31,49 @@ def segment_spans(total: int, window: int, overlap: int) -> Iterator[tuple[int, 
 
 
 def covered_units(spans: Iterable[tuple[int, int]], total: int) -> int:
-    """How many of ``[0, total)`` the union of ``spans`` covers."""
-    covered = 0
-    reach = 0
+    """How many of ``[0, total)`` the union of ``spans`` covers (in one pass: the windows of a
+    100 MB artifact are never held as a list; spans in order cost nothing to merge)."""
+    union: list[tuple[int, int]] = []  # disjoint, in order
+    for start, end in spans:
+        end = min(end, total)
+        if end <= start:
+            continue
+        if union and union[-1][0] <= start <= union[-1][1]:
+            union[-1] = (union[-1][0], max(union[-1][1], end))
+        elif not union or start > union[-1][1]:
+            union.append((start, end))
+        else:  # out of order: merge again from scratch (rare; the union stays short)
+            union = _merged([*union, (start, end)])
+    return sum(end - start for start, end in union)
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
     for start, end in sorted(spans):
-        start, end = max(start, reach), min(end, total)
-        if end > start:
-            covered += end - start
-            reach = end
-    return covered
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
 
 
 def coverage_of(
     spans: Iterable[tuple[int, int]], total: int, window: int | None = None, overlap: int | None = None
 ) -> Coverage:
-    """Coverage of ``total`` units by the windows actually scanned."""
-    spans = list(spans)
+    """Coverage of ``total`` units by the windows actually scanned (an iterator is read once)."""
+    segments = 0
+
+    def counted() -> Iterator[tuple[int, int]]:
+        nonlocal segments
+        for span in spans:
+            segments += 1
+            yield span
+
+    scanned = covered_units(counted(), total)
     return Coverage(
         total_bytes=total,
-        scanned_bytes=covered_units(spans, total),
-        segments=len(spans),
+        scanned_bytes=scanned,
+        segments=segments,
         window_bytes=window,
         overlap_bytes=overlap,
     )

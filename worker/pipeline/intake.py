@@ -37,12 +37,15 @@ def submit_artifact(
     """Store ``data`` under its sha256, create (or find) one gate per policy, enqueue new ones.
 
     Submitting the same bytes under the same policy again returns the existing
-    gate and enqueues nothing. Each new gate is enqueued on its own.
+    gate and enqueues nothing. Each new gate is enqueued on its own. A step that runs in this
+    process while ``enqueue`` does (the embedded gate) reads ``data`` itself, not a copy from
+    the store (:meth:`CachedReader.lending`).
     """
     submitted = store_and_register(rt, data, policies, source)
-    for gate, is_new in zip(submitted.gates, submitted.created, strict=True):
-        if is_new:
-            enqueue(gate.id)
+    with rt.reader.lending(submitted.gates[0].object_key, data):
+        for gate, is_new in zip(submitted.gates, submitted.created, strict=True):
+            if is_new:
+                enqueue(gate.id)
     return finish_intake(rt, [submitted])[0]
 
 

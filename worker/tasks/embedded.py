@@ -29,8 +29,9 @@ class EmbeddedGate:
         stale = [g.id for g in submitted.gates if not g.terminal]
         if not stale:
             return submitted
-        for gate_id in stale:  # left over from an interrupted earlier run: finish it now
-            self.run(gate_id)
+        with self.rt.reader.lending(submitted.gates[0].object_key, data):
+            for gate_id in stale:  # left over from an interrupted earlier run: finish it now
+                self.run(gate_id)
         fresh = self.rt.repo.get_many(g.id for g in submitted.gates)
         return Submitted(submitted.submission, [fresh[g.id] for g in submitted.gates], submitted.created)
 

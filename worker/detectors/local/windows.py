@@ -16,7 +16,7 @@ import hashlib
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from itertools import islice
 from pathlib import Path
@@ -35,7 +35,7 @@ from worker.detectors.local.scan_statistic import WindowNull
 
 T = TypeVar("T")
 
-BATCH_BYTES = 1 << 20  # window text scored per model call (bounds a vote's memory)
+BATCH_BYTES = 1 << 20  # window text scored per model call, unless the model says (``batch_bytes``)
 TOP_WINDOWS = 3  # the best windows a vote names (by view and offsets), for a reviewer
 
 _LOCK = threading.RLock()  # re-entrant: a model loader may load a shared artifact
@@ -95,7 +95,7 @@ def window_texts(data: bytes, spans: list[tuple[int, int]]) -> list[str]:
     return list(lazy_window_texts(data, spans))
 
 
-def lazy_window_texts(data: bytes, spans: list[tuple[int, int]]) -> Iterator[str]:
+def lazy_window_texts(data: bytes, spans: Iterable[tuple[int, int]]) -> Iterator[str]:
     """``window_texts``, one window at a time."""
     return (data[start:end].decode("utf-8", errors="replace") for start, end in spans)
 
@@ -159,19 +159,14 @@ def scored_answer(
     also scored decoded (what its reader sees), in windows of their own; so is, with ``prose``,
     the text a diff adds inside code (comments, docstrings, sentence-like strings:
     :mod:`worker.core.prose`). The coverage stays that of the raw bytes, all of them.
-    Windows are scored ``BATCH_BYTES`` of text at a time and only the ``TOP_WINDOWS`` best are
-    kept (by view and offsets), so memory stays flat however large the artifact (one batch holds
-    any artifact up to ~1 MB).
+    Windows are scored ``BATCH_BYTES`` (or the model's ``batch_bytes``) of text at a time and only
+    the ``TOP_WINDOWS`` best are kept (by view and offsets), so memory stays flat however large the
+    artifact; windows and their spans are produced lazily, never as lists.
     """
-    spans = window_spans(len(data), model.window, model.overlap)
     # ``added_only``: an artifact flag of the lexical and semantic models; other models read raw bytes.
     views = scanned_views(data, getattr(model, "added_only", False), prose)
-    windows = (
-        (name, span, text)
-        for name, view in views
-        for span, text in _view_windows(view, spans if view is data else None, model)
-    )
-    per_batch = max(1, BATCH_BYTES // model.window)
+    windows = ((name, span, text) for name, view in views for span, text in _view_windows(view, model))
+    per_batch = max(1, getattr(model, "batch_bytes", BATCH_BYTES) // model.window)
     # (-logit, order, view, span, logit in the model's dtype), best first; ties: the earlier window
     best: list[tuple[float, int, str, tuple[int, int], np.floating[Any]]] = []
     count = 0
@@ -194,16 +189,16 @@ def scored_answer(
         ]
     score = top[0].score if top else 0.0
     verdict: Verdict = "harmful" if score >= threshold else "harmless"
+    spans = segment_spans(len(data), model.window, model.overlap)
     coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
 
 
-def _view_windows(
-    view: bytes, spans: list[tuple[int, int]] | None, model: WindowedModel
-) -> Iterator[tuple[tuple[int, int], str]]:
-    """Each window of ``view`` with its text (``spans``: the view's windows, if known already)."""
-    its_spans = spans if spans is not None else window_spans(len(view), model.window, model.overlap)
-    return zip(its_spans, lazy_window_texts(view, its_spans), strict=True)
+def _view_windows(view: bytes, model: WindowedModel) -> Iterator[tuple[tuple[int, int], str]]:
+    """Each window of ``view`` with its text, one at a time (the spans of a 100 MB artifact as a
+    list were 0.3 bytes per byte)."""
+    for start, end in segment_spans(len(view), model.window, model.overlap):
+        yield (start, end), view[start:end].decode("utf-8", errors="replace")
 
 
 class WindowedModelDetector:
