@@ -5,8 +5,10 @@ from __future__ import annotations
 import gc
 import json
 
+from worker.adapters.db.engine import aware
 from worker.core.models import PrecheckResult, Report
-from worker.pipeline.steps import decide_step, parse_votes
+from worker.pipeline.ref import gate_snapshot, gates_from_snapshots
+from worker.pipeline.steps import Pending, decide_many, decide_step, parse_votes
 from worker.settings import Settings
 from worker.tasks.embedded import EmbeddedGate
 
@@ -186,6 +188,27 @@ def test_each_gate_gets_its_own_runtime_even_when_an_old_app_is_gone(tmp_path):
         assert gate.rt.settings.data_dir == folder
         del gate
         gc.collect()
+
+
+def test_a_redelivered_decide_carrying_the_started_row_records_nothing_again(gate, fixture_policy):
+    """A decide whose message carries the gate's row as started still records and publishes once."""
+    g = gate.submit(b"twice", [fixture_policy("trivial")]).gates[0]
+    votes = parse_votes(json.loads(g.report)["votes"])
+    known = gates_from_snapshots({g.id: gate_snapshot(g)})
+    assert decide_many(gate.rt, {g.id: Pending(PrecheckResult(verdict="harmless"), votes)}, known) == {}
+    assert len(list((gate.settings.data_dir / "allowed").glob("*.json"))) == 1
+    assert [e.event for e in gate.rt.repo.audit_trail(g.id)].count("allow") == 1
+
+
+def test_gate_snapshots_keep_the_unchanging_columns_and_drop_what_is_off_shape(gate, fixture_policy):
+    """A snapshot comes back with the row's unchanging columns; a mismatched or broken entry is left out."""
+    g = gate.submit(b"snap", [fixture_policy("trivial")]).gates[0]
+    snap = gate_snapshot(g)
+    back = gates_from_snapshots({g.id: snap, "other": snap, "broken": {"id": "broken"}, "odd": 3})
+    assert list(back) == [g.id] and back[g.id].status == "running"
+    columns = ("sha256", "object_key", "size", "policy_ref", "policy_id", "policy_version", "policy_sha256")
+    assert all(getattr(back[g.id], c) == getattr(g, c) for c in columns)
+    assert back[g.id].created_at == aware(g.created_at) and gates_from_snapshots(None) == {}
 
 
 def test_gate_steps_read_the_bytes_given_not_a_copy_from_the_store(gate, fixture_policy):

@@ -4,13 +4,18 @@ The database knows a gate is ``running``; between the pre-check and the decide c
 votes live only in the chord (the result backend). ``canary stuck`` needs to say "detectors k of n
 voted" or "callback not run", so the pre-check records the detectors it fanned out to and each
 detect task the gates it voted on, in one Redis hash per gate (``canary:progress:<gate id>``,
-expiring with the gate's deadline plus an hour). One pipelined round trip per task, never on the
-decision path: a lost write only makes ``stuck`` less specific. With the embedded default (no
-broker, the graph runs in-process) nothing is recorded.
+expiring with the gate's deadline plus an hour). Never on the decision path: the writes go out
+from a background thread of the process (pipelined, whatever has queued up meanwhile in one round
+trip), so no task waits for them, and a lost write (the process died first, Redis was away) only
+makes ``stuck`` less specific. With the embedded default (no broker, the graph runs in-process)
+nothing is recorded.
 """
 
 from __future__ import annotations
 
+import os
+import queue
+import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -50,12 +55,51 @@ class RedisProgress:
 
         self.client: Any = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
         self.ttl = int(ttl_s) + 3600
+        self._queue: queue.SimpleQueue[tuple[str, dict[str, str]] | threading.Event] = queue.SimpleQueue()
+        self._writer: tuple[int, threading.Thread] | None = None
+        self._start = threading.Lock()
 
     def _write(self, fields: Mapping[str, Mapping[str, str]]) -> None:
+        """Queue the writes for the background writer (started in this process on first use)."""
+        writer = self._writer
+        if writer is None or writer[0] != os.getpid() or not writer[1].is_alive():
+            with self._start:
+                writer = self._writer
+                if writer is None or writer[0] != os.getpid() or not writer[1].is_alive():
+                    thread = threading.Thread(target=self._drain, name="canary-progress", daemon=True)
+                    thread.start()
+                    self._writer = (os.getpid(), thread)
+        for gate_id, values in fields.items():
+            self._queue.put((gate_id, dict(values)))
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until what was queued before this call is written (or failed); False on timeout."""
+        if self._writer is None or self._writer[0] != os.getpid():
+            return True
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout)
+
+    def _drain(self) -> None:
+        while True:
+            items = [self._queue.get()]
+            while True:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            self._send([item for item in items if not isinstance(item, threading.Event)])
+            for item in items:
+                if isinstance(item, threading.Event):
+                    item.set()
+
+    def _send(self, writes: Sequence[tuple[str, dict[str, str]]]) -> None:
+        if not writes:
+            return
         try:
             pipe = self.client.pipeline(transaction=False)
-            for gate_id, values in fields.items():
-                pipe.hset(PREFIX + gate_id, mapping=dict(values))
+            for gate_id, values in writes:
+                pipe.hset(PREFIX + gate_id, mapping=values)
                 pipe.expire(PREFIX + gate_id, self.ttl)
             pipe.execute()
         except Exception as exc:  # noqa: BLE001 - advisory: never fail a gate over it

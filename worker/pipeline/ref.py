@@ -6,7 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from worker.adapters.db import Gate
+from worker.adapters.db import Gate, GateStatus
+from worker.adapters.db.engine import aware
 
 
 class GateRef(BaseModel):
@@ -46,3 +47,34 @@ class GateRef(BaseModel):
             return cls.model_validate(message)
         except ValidationError:
             return None
+
+
+def gate_snapshot(gate: Gate) -> dict[str, Any]:
+    """The columns of a started gate that never change, for the decide callback's message: the
+    decide step then needs no second read of a row the pre-check already holds."""
+    return {
+        **GateRef.of(gate).to_message(),
+        "policy_version": gate.policy_version,
+        "created_at": gate.created_at.isoformat(),
+        "deadline": gate.deadline.isoformat(),
+    }
+
+
+def gates_from_snapshots(message: Any) -> dict[str, Gate]:
+    """The gates (as ``running``) a decide message carries; anything off-shape is left out (the
+    decide step then reads that gate's row, as it does for messages without snapshots)."""
+    gates: dict[str, Gate] = {}
+    for gate_id, item in (message or {}).items() if isinstance(message, dict) else ():
+        try:
+            ref = GateRef.model_validate({name: item[name] for name in GateRef.model_fields})
+            created, deadline = aware(item["created_at"]), aware(item["deadline"])
+            version = item["policy_version"]
+        except (KeyError, TypeError, ValueError, ValidationError):
+            continue
+        if ref.id != gate_id or created is None or deadline is None or not isinstance(version, str):
+            continue
+        fields = ref.model_dump()
+        gates[gate_id] = Gate(
+            **fields, policy_version=version, created_at=created, deadline=deadline, status=GateStatus.running
+        )
+    return gates

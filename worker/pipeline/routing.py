@@ -30,8 +30,9 @@ def quarantine(rt: Runtime, gate_id: str, report: str, data: bytes | None = None
     )
 
 
-def route_many(rt: Runtime, decided: Sequence[tuple[Gate, Report]]) -> None:
-    """Route each decided gate, then record the decisions.
+def route_many(rt: Runtime, decided: Sequence[tuple[Gate, Report]]) -> set[str]:
+    """Route each decided gate, then record the decisions; returns the gates whose decision
+    was recorded.
 
     The state changes of the batch share one transaction, each conditional on its own gate
     still being open; allowed submissions are published after that commit.
@@ -49,7 +50,7 @@ def route_many(rt: Runtime, decided: Sequence[tuple[Gate, Report]]) -> None:
             )
         outcomes.append(Outcome(gate.id, report.decision, report.reason, body))
     if not outcomes:
-        return
+        return set()
     won, publish = rt.repo.finish_many(outcomes, rt.actor)
     known: dict[str, Gate] = {}
     for (gate, report), outcome in zip(decided, outcomes, strict=True):
@@ -58,6 +59,7 @@ def route_many(rt: Runtime, decided: Sequence[tuple[Gate, Report]]) -> None:
             gate.status, gate.report = GateStatus(report.decision), outcome.report
             known[gate.id] = gate
     publish_submissions(rt, [(sub.id, sub.gates) for sub in publish], known)
+    return won
 
 
 def publish_submissions(

@@ -15,7 +15,7 @@ invalid vote for that gate only, and a gate decided meanwhile is skipped.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +54,7 @@ class Started:
     """The gates of a batch that are running now, and those to send to review instead."""
 
     ready: list[tuple[GateRef, HarmPolicy, Artifact]] = field(default_factory=list)
+    rows: dict[str, Gate] = field(default_factory=dict)  # the ready gates' rows, as started
     failed: list[tuple[str, str]] = field(default_factory=list)
     deferred: list[str] = field(default_factory=list)
 
@@ -80,6 +81,7 @@ def begin_many(rt: Runtime, gate_ids: Sequence[str], claim: str | None = None) -
             started.ready.append(
                 (ref, policies.resolve(ref.policy_ref, ref.policy_sha256), load_artifact(rt, ref))
             )
+            started.rows[gate.id] = gate
         except (PolicyError, ArtifactCorruptError) as exc:
             started.failed.append((gate.id, str(exc)))
         except StorageError as exc:
@@ -249,25 +251,42 @@ class Pending:
     note: str = ""  # appended to the reason (e.g. the suppressions that covered the evidence)
 
 
-def decide_many(rt: Runtime, pending: dict[str, Pending]) -> dict[str, Report]:
-    """Apply each gate's quorum, route it, and record its decision once. Returns the reports made.
+def decide_many(
+    rt: Runtime, pending: dict[str, Pending], known: Mapping[str, Gate] | None = None
+) -> dict[str, Report]:
+    """Apply each gate's quorum, route it, and record its decision once. Returns the reports recorded.
 
-    Gates already decided (a redelivered callback) or unknown are skipped.
+    Gates already decided (a redelivered callback) or unknown are skipped. ``known`` are the
+    gates as started (their unchanging columns, see ``gate_snapshot``): when every gate of the
+    batch is known and allowed, their rows are not read again, as an allow has no side effect
+    before ``finish_many``, whose update is conditional on the gate still being open. Any other
+    decision (a quarantine or review writes or publishes first) reads the rows and skips the
+    gates decided meanwhile.
     """
     if not pending:
         return {}
     started = time.perf_counter()
-    gates = rt.repo.get_many(pending)
     policies = PolicyResolver()
-    decided: list[tuple[Gate, Report]] = []
-    for gate_id, item in pending.items():
-        gate = gates.get(gate_id)
-        if gate is not None and not gate.terminal:
-            decided.append((gate, judge(gate, unsuppressed(rt, gate, item), policies)))
-    route_many(rt, decided)
+    judged: dict[str, Report] = {}
+    if known and all(gid in known for gid in pending):
+        judged = {
+            gid: judge(known[gid], unsuppressed(rt, known[gid], item), policies)
+            for gid, item in pending.items()
+        }
+    if judged and all(report.decision == "allow" for report in judged.values()):
+        decided = [(known[gid], report) for gid, report in judged.items()] if known else []
+    else:
+        gates = rt.repo.get_many(pending)
+        decided = []
+        for gate_id, item in pending.items():
+            gate = gates.get(gate_id)
+            if gate is not None and not gate.terminal:
+                report = judged.get(gate_id) or judge(gate, unsuppressed(rt, gate, item), policies)
+                decided.append((gate, report))
+    won = route_many(rt, decided)
     if decided:
         stage_metrics.observe("decide", (time.perf_counter() - started) / len(decided), len(decided))
-    return {gate.id: report for gate, report in decided}
+    return {gate.id: report for gate, report in decided if gate.id in won}
 
 
 def judge(gate: Gate, item: Pending, policies: PolicyResolver) -> Report:

@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from celery import chord, current_app, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
 from policies import HarmPolicy
+from worker.adapters.db import Gate
 from worker.core.errors import DatabaseUnavailableError, StorageError
 from worker.core.models import PrecheckResult
-from worker.pipeline.ref import GateRef
+from worker.pipeline.ref import GateRef, gate_snapshot, gates_from_snapshots
 from worker.pipeline.runtime import runtime_for
 from worker.pipeline.steps import (
     Pending,
@@ -74,7 +76,7 @@ def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
     for key, members in groups.items():
         sizes = [gate.size for gate, _, _ in members]
         for start, end in detect_chunks(policies[key], sizes, rt.settings.soft_time_limit_s):
-            fan_out(self.app, rt.settings, policies[key], members[start:end])
+            fan_out(self.app, rt.settings, policies[key], members[start:end], started.rows)
     return {
         "skipped": len(ids) - len(started.ready) - len(started.failed) - len(started.deferred),
         "deferred": len(started.deferred),
@@ -85,9 +87,14 @@ def precheck_task(self: Any, gate_ids: str | list[str]) -> dict[str, int]:
 
 
 def fan_out(
-    app: Any, settings: Settings, policy: HarmPolicy, members: list[tuple[GateRef, PrecheckResult, float]]
+    app: Any,
+    settings: Settings,
+    policy: HarmPolicy,
+    members: list[tuple[GateRef, PrecheckResult, float]],
+    rows: Mapping[str, Gate] | None = None,
 ) -> None:
-    """The chord for one policy's gates: header = one detect per detector, body = decide."""
+    """The chord for one policy's gates: header = one detect per detector, body = decide (with
+    the started rows' unchanging columns, so that it need not read them again)."""
     refs = [gate.to_message() for gate, _, _ in members]
     ids = [gate.id for gate, _, _ in members]
     runtime_for(app).progress.expect(ids, [spec.name for spec in policy.quorum.detectors])
@@ -112,6 +119,7 @@ def fan_out(
             "gate_ids": ids,
             "prechecks": {gate.id: result.model_dump(mode="json") for gate, result, _ in members},
             "precheck_ms": {gate.id: ms for gate, _, ms in members},
+            "gates": {gid: gate_snapshot(rows[gid]) for gid in ids if rows and gid in rows},
         },
         argsrepr="(<votes of the header>,)",
         kwargsrepr=f"{{'gate_ids': {shown}}}",
@@ -143,6 +151,7 @@ def decide_task(
     gate_ids: list[str],
     prechecks: dict[str, Any],
     precheck_ms: dict[str, float] | None = None,
+    gates: dict[str, Any] | None = None,
 ) -> dict[str, str]:
     """The chord callback: each gate's quorum, report and routing. Idempotent on redelivery."""
     rt = runtime_for(self.app)
@@ -156,7 +165,7 @@ def decide_task(
             pending[gid] = Pending(PrecheckResult(verdict="harmless"), [], 0.0, "pre-check result missing")
             continue
         pending[gid] = Pending(precheck, by_gate[gid], float(timings.get(gid, 0.0)))
-    reports = decide_many(rt, pending)
+    reports = decide_many(rt, pending, gates_from_snapshots(gates))
     return {gid: report.decision for gid, report in reports.items()}
 
 
