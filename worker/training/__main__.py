@@ -27,14 +27,14 @@ import numpy as np
 from worker.detectors.local.windows import models_dir
 from worker.training.data import (
     POLICIES,
-    Corpus,
     default_datasets_dir,
+    extra_corpus,
+    joined,
     load_corpus,
     long_mask,
     own_mask,
     planted_mask,
     with_code_negatives,
-    with_extra_corpus,
     with_planted_copies,
 )
 from worker.training.mil import error_rates
@@ -94,9 +94,9 @@ def main(argv: list[str] | None = None) -> None:
         train = with_code_negatives(
             load_corpus(datasets, policy, "train"), datasets, policy, "train", prose=args.prose_negatives
         )
-        extra = with_extra_corpus(Corpus([], [], [], []), policy)
+        extra = extra_corpus(policy)
         prose = [t for t, long in zip(extra.texts, long_mask(extra), strict=True) if long]
-        train = with_extra_corpus(with_planted_copies(train, datasets, policy, "train", prose=prose), policy)
+        train = joined(with_planted_copies(train, datasets, policy, "train", prose=prose), extra)
         copies = args.train_on_copies or policy in TRAINED_COPIES
         labels = np.asarray(train.labels)
         oof: dict[str, np.ndarray] = {}

@@ -64,17 +64,19 @@ EXTRA_CORPORA: dict[str, Path] = {"prompt-injection": CORPUS_FILE}
 LONG_GROUP_PREFIX = "readme-long:"
 
 
-def with_extra_corpus(corpus: Corpus, policy: str, path: Path | None = None) -> Corpus:
-    """``corpus`` plus the policy's committed extra training corpus, if it has one."""
-    source = path or EXTRA_CORPORA.get(policy)
-    if source is None:
-        return corpus
-    extra = load_file(source)
+def extra_corpus(policy: str) -> Corpus:
+    """The policy's committed extra training corpus (empty if it has none)."""
+    source = EXTRA_CORPORA.get(policy)
+    return load_file(source) if source is not None else Corpus(texts=[], labels=[], groups=[], ids=[])
+
+
+def joined(first: Corpus, second: Corpus) -> Corpus:
+    """``first``'s records, then ``second``'s."""
     return Corpus(
-        texts=corpus.texts + extra.texts,
-        labels=corpus.labels + extra.labels,
-        groups=corpus.groups + extra.groups,
-        ids=corpus.ids + extra.ids,
+        texts=first.texts + second.texts,
+        labels=first.labels + second.labels,
+        groups=first.groups + second.groups,
+        ids=first.ids + second.ids,
     )
 
 
