@@ -17,13 +17,14 @@ Each answer is read whole inside its slot, so the slot bounds the download, not 
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
+
+from worker.core.backoff import jittered_backoff
 
 RETRYABLE_STATUS = frozenset({429, 502, 503, 504})
 
@@ -38,8 +39,8 @@ class Politeness:
     backoff_max_s: float = 8.0
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        base = min(self.backoff_max_s, self.backoff_s * 2**attempt)
-        return min(self.backoff_max_s, max(random.uniform(base / 2, base), retry_after or 0.0))
+        wait = jittered_backoff(attempt, self.backoff_s, self.backoff_max_s)
+        return min(self.backoff_max_s, max(wait, retry_after or 0.0))
 
 
 class _Host:

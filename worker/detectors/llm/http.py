@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
-import random
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +28,7 @@ from typing import Any
 import httpx
 import structlog
 
+from worker.core.backoff import jittered_backoff
 from worker.core.errors import DetectorError, DetectorTimeoutError
 from worker.core.models import ErrorKind
 
@@ -71,8 +71,7 @@ class RetryPolicy:
     retry_after_max_s: float = 30.0
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        base = min(self.backoff_max_s, self.backoff_s * 2**attempt)
-        return max(random.uniform(base / 2, base), retry_after or 0.0)
+        return max(jittered_backoff(attempt, self.backoff_s, self.backoff_max_s), retry_after or 0.0)
 
 
 def retryable_status(status: int) -> bool:
