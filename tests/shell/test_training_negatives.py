@@ -322,3 +322,20 @@ def test_long_readme_documents_count_as_their_own_term_in_the_quorum_search():
     noisy[8:11] = 2.2  # three long documents score above the weakest attacks
     traded = choose_ensemble_thresholds("prompt-injection", corpus, noisy, noisy)
     assert traded.long_fpr + traded.fnr > 0.0 and traded.long_fpr <= 0.75
+
+
+def test_models_that_read_what_a_release_adds_are_trained_on_that_view():
+    """With ``added_only`` a diff's removed lines never reach a training window (as at scan time);
+    text that is no diff is windowed as it is."""
+    from worker.training.windows import explode
+
+    diff = (
+        "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n"
+        "-steal_wallets()\n+print('hello')\n context = 1\n"
+    )
+    plain = "-steal_wallets() in a sentence, not a diff"
+    added, _ = explode([diff, plain], 512, 128, added_only=True)
+    raw, _ = explode([diff, plain], 512, 128)
+    assert "steal_wallets" in raw[0] and "steal_wallets" not in added[0]
+    assert "print('hello')" in added[0]
+    assert added[1] == raw[1] == plain

@@ -30,6 +30,9 @@ class LexicalRecipe:
     alpha: float = 1e-5
     epochs: int = 20
     mil: MilConfig = MilConfig()
+    # Read a diff without its removed lines (worker.core.views.added_view), in training and, through
+    # the artifact's flag, at scan time: a release that deletes a clipper is not a clipper.
+    added_only: bool = True
 
 
 RECIPES: dict[str, LexicalRecipe] = {
@@ -67,7 +70,7 @@ RECIPES: dict[str, LexicalRecipe] = {
 
 def window_matrix(texts: list[str], recipe: LexicalRecipe) -> tuple[sp.csr_matrix, np.ndarray]:
     """The sparse feature rows of every window (built by the run-time featurizer) and their owners."""
-    windows, owner = explode(texts, recipe.window, recipe.overlap)
+    windows, owner = explode(texts, recipe.window, recipe.overlap, recipe.added_only)
     rows, buckets, values = [], [], []
     for start in range(0, len(windows), 256):
         r, b, v = featurize(windows[start : start + 256], BITS)
@@ -112,5 +115,6 @@ def train_lexical(
         weights=fit.model.coef_.reshape(-1).astype(np.float16),
         bias=np.float32(fit.model.intercept_[0]),
         bits=np.int32(BITS),
+        added_only=np.bool_(recipe.added_only),
     )
     return fit

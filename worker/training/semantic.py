@@ -35,6 +35,9 @@ class SemanticRecipe:
     c: float = 1.0
     hidden: int = 0  # 0: logistic regression; else one ReLU layer of this width
     mil: MilConfig = MilConfig()
+    # Read a diff without its removed lines (worker.core.views.added_view), in training and, through
+    # the artifact's flag, at scan time: a release that deletes a clipper is not a clipper.
+    added_only: bool = True
 
 
 RECIPES: dict[str, SemanticRecipe] = {
@@ -112,7 +115,7 @@ def window_features(
     texts: list[str], embedding: StaticEmbedding, recipe: SemanticRecipe
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pooled embedding features of every window (run-time code) and their owners."""
-    windows, owner = explode(texts, recipe.window, recipe.overlap)
+    windows, owner = explode(texts, recipe.window, recipe.overlap, recipe.added_only)
     chunks = [embedding.features(windows[i : i + 512]) for i in range(0, len(windows), 512)]
     return np.concatenate(chunks), owner
 
@@ -128,5 +131,12 @@ def train_semantic(
         print(f"[semantic:{policy}] {features.shape[0]} windows of {features.shape[1]} features")
     mil = replace(recipe.mil, train_on_copies=train_on_copies)
     fit = cross_validate_and_fit(lambda: ScaledHead(recipe), features, owner, train, mil)
-    write_artifact(out_dir / policy / ARTIFACT, fit, recipe.window, recipe.overlap, **fit.model.arrays())
+    write_artifact(
+        out_dir / policy / ARTIFACT,
+        fit,
+        recipe.window,
+        recipe.overlap,
+        added_only=np.bool_(recipe.added_only),
+        **fit.model.arrays(),
+    )
     return fit
