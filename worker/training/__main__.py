@@ -6,11 +6,13 @@ only step that needs torch), then for each policy and detector: group-aware
 fit on all of train and write ``worker/weights/<policy>/<detector>.npz``.
 Prompt-injection trains on its train split plus the committed extra corpus
 (``worker/training/corpus/data``: generated attacks and look-alikes in ten
-languages and many carriers, NotInject, README slices and long README
-documents), and on two planted copies of every train record: one inside code,
-one inside README prose of 1-16 KB. The quorum thresholds weigh the long README
-documents' false alarms as a term of their own. Other policies score their
-copies only (``--train-on-copies`` trains on them). Dev is never read here.
+languages and many carriers, NotInject, README slices, long README documents
+and slices of real release diffs), and on two planted copies of every train
+record: one inside code, one inside the long harmless carriers (1-16 KB). The
+quorum thresholds weigh the long carriers' false alarms as a term of their own.
+Both policies' models read a diff without its removed lines (``added_only``).
+Other policies score their copies only (``--train-on-copies`` trains on them).
+Dev is never read here.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 from worker.detectors.local.windows import models_dir
 from worker.training.data import (
     POLICIES,
+    Corpus,
     default_datasets_dir,
     extra_corpus,
     joined,
@@ -77,6 +80,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _keep_oof(policy: str, train: Corpus, oof: dict[str, np.ndarray]) -> None:
+    """Keep the out-of-fold scores with the records' ids and groups in the cache folder, so the
+    quorum thresholds can be re-chosen (``worker.training.ensemble``) without an hour of CV."""
+    from worker.settings import Settings
+
+    folder = (Settings.load().cache_dir or Path.home() / ".cache" / "canary") / "training"
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, np.ndarray] = {
+        "ids": np.asarray(train.ids),
+        "groups": np.asarray(train.groups),
+        "labels": np.asarray(train.labels),
+        **oof,
+    }
+    np.savez_compressed(folder / f"{policy}-oof.npz", **arrays)  # type: ignore[arg-type]
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -115,6 +134,7 @@ def main(argv: list[str] | None = None) -> None:
             summary[f"{policy}/{detector}"] = {"cv_fnr": round(fnr, 4), "cv_fpr": round(fpr, 4)}
             print(f"[{detector}:{policy}] group-CV on train: FNR {fnr:.3f}  FPR {fpr:.3f}", flush=True)
             oof[detector] = result.oof_scores
+        _keep_oof(policy, train, oof)
         if policy in ENSEMBLE_CALIBRATED and set(oof) == set(DETECTORS):
             from worker.training.ensemble import choose_ensemble_thresholds, store_threshold
 
