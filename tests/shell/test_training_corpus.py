@@ -8,7 +8,8 @@ import json
 import random
 from pathlib import Path
 
-from worker.training.corpus import build, generate, phrases, registry
+from worker.core.prose import diff_prose
+from worker.training.corpus import build, generate, phrases, registry, releases
 from worker.training.corpus.carriers import CARRIERS
 
 DATA = Path(build.__file__).resolve().parent / "data"
@@ -104,3 +105,52 @@ def test_long_readme_documents_are_whole_readmes_joined_to_4_to_64_kb(tmp_path):
     assert min(sizes) >= build.LONG_SIZES[0] - 200 and max(sizes) <= build.LONG_SIZES[1]
     assert all(r["label"] == "harmless" and r["group"].startswith("readme-long:") for r in long)
     assert all("parses configuration files" in r["text"] for r in long)
+
+
+def _release_cache(cache: Path) -> None:
+    """Two cached release diffs (one of a package whose README is cached too) and a failed fetch."""
+    added = "".join(f"+# Run the server with --port {i} to pick another port.\n" for i in range(400))
+    code = "".join(f"+def handler_{i}(request):\n+    return render(request)\n" for i in range(300))
+    diff = (
+        "diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n"
+        f"@@ -1,1 +1,1100 @@\n-old = 1\n{added}{code}"
+    )
+    for ecosystem, name, data in (("pypi", "alpha", diff), ("npm", "beta", ""), ("npm", "gamma", diff)):
+        folder = cache / "releases" / ecosystem
+        folder.mkdir(parents=True, exist_ok=True)
+        header = json.dumps({"name": name, "label": f"{ecosystem}:{name}:1.0->1.1"})
+        with gzip.open(folder / f"{name}.diff.gz", "wb") as raw:
+            raw.write(f"{header}\n{data}".encode())
+
+
+def test_release_diffs_become_line_aligned_slices_of_the_diff_and_of_its_prose(tmp_path):
+    """Each cached release lends harmless slices of its diff and of the prose it adds inside code,
+    cut at line ends, grouped by package bucket; a failed or empty fetch lends nothing."""
+    cache = _cache(tmp_path)
+    _release_cache(cache)
+    records, _, manifest = build.build_corpus(cache, set(), set(), None)
+    slices = [r for r in records if r["id"].startswith("extra:release:")]
+    assert manifest["counts"]["release"] == {"harmful": 0, "harmless": len(slices)}
+    assert {r["source"] for r in slices} == {"pypi-release", "npm-release"}
+    assert all(r["group"].startswith("release:") and r["label"] == "harmless" for r in slices)
+    views = {r["how"].rsplit(" ", 1)[1] for r in slices}
+    assert views == {"diff", "prose"}
+    source_lines = set()
+    for _, data in releases.cached_release_diffs("pypi", cache):
+        source_lines |= set(data.decode().splitlines()) | set(diff_prose(data).decode().splitlines())
+    for record in slices:
+        size = len(record["text"].encode("utf-8"))
+        assert 0 < size <= releases.SLICE_BYTES[1]
+        assert set(record["text"].splitlines()) <= source_lines  # whole lines only
+    prose = [r["text"] for r in slices if r["how"].endswith("prose")]
+    assert all("Run the server" in p and "+#" not in p for p in prose)
+
+
+def test_release_packages_are_picked_by_hash_outside_the_carriers_share():
+    """The pick is stable, keeps out the packages whose READMEs planted.py uses as carriers, and
+    does not depend on the order it is given the names in."""
+    names = [f"pkg-{i}" for i in range(400)]
+    first = releases.pick("pypi", names, 50, build.CARRIER_SHARE)
+    assert first == releases.pick("pypi", list(reversed(names)), 50, build.CARRIER_SHARE)
+    assert len(first) == 50
+    assert all(releases.share("pypi", n) >= build.CARRIER_SHARE for n in first)

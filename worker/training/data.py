@@ -62,6 +62,9 @@ def load_file(path: Path) -> Corpus:
 CORPUS_FILE = Path(__file__).resolve().parent / "corpus" / "data" / "prompt-injection.jsonl.gz"
 EXTRA_CORPORA: dict[str, Path] = {"prompt-injection": CORPUS_FILE}
 LONG_GROUP_PREFIX = "readme-long:"
+# Slices of real release diffs and of the prose they add (worker/training/corpus/releases.py): long
+# harmless carriers like the long READMEs, counted with them.
+RELEASE_GROUP_PREFIX = "release:"
 
 
 def extra_corpus(policy: str) -> Corpus:
@@ -81,8 +84,10 @@ def joined(first: Corpus, second: Corpus) -> Corpus:
 
 
 def long_mask(corpus: Corpus) -> np.ndarray:
-    """True for the long README documents (their false alarms are a carrier's)."""
-    return np.array([g.startswith(LONG_GROUP_PREFIX) for g in corpus.groups], dtype=bool)
+    """True for the long harmless carriers, README documents and release slices (their false
+    alarms are a carrier's)."""
+    prefixes = (LONG_GROUP_PREFIX, RELEASE_GROUP_PREFIX)
+    return np.array([g.startswith(prefixes) for g in corpus.groups], dtype=bool)
 
 
 def own_mask(corpus: Corpus) -> np.ndarray:

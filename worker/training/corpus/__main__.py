@@ -1,10 +1,12 @@
 """``python -m worker.training.corpus {fetch,build}``: the extra prompt-injection training corpus.
 
 ``fetch`` asks the registries for the READMEs of the most downloaded packages (held-out and
-real-release-sample names dropped first) into ``~/.cache/canary-corpus``. ``build`` composes the
-committed corpus, deterministically from that cache (seed 0): generated attacks in carriers,
-the same carriers with harmless payloads, hard negatives, NotInject (``--notinject DIR``, the
-PIGuard repository's ``datasets/``) and README slices; it writes
+real-release-sample names dropped first) and diffs the newest release of ``--releases`` of them
+per registry against the one before (``releases.py``), into ``~/.cache/canary-corpus``. ``build``
+composes the committed corpus, deterministically from that cache (seed 0): generated attacks in
+carriers, the same carriers with harmless payloads, hard negatives, NotInject (``--notinject DIR``,
+the PIGuard repository's ``datasets/``), README slices, long README documents and slices of the
+release diffs and of the prose they add; it writes
 ``data/prompt-injection.jsonl.gz`` (training records, split ``train``), ``data/carriers.jsonl.gz``
 (READMEs kept out of training, for ``benchmarks/planted.py``) and ``data/MANIFEST.json``.
 Dev is never read.
@@ -17,7 +19,7 @@ import gzip
 import json
 from pathlib import Path
 
-from worker.training.corpus import build, registry
+from worker.training.corpus import build, registry, releases
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 PACKAGE_LISTS = Path("/work/.library/env/packages")
@@ -31,6 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     fetch.add_argument("--npm-list", type=Path, default=PACKAGE_LISTS / "npm.tsv")
     fetch.add_argument("--pypi", type=int, default=3000, help="how many PyPI packages")
     fetch.add_argument("--npm", type=int, default=2500, help="how many npm packages")
+    fetch.add_argument("--releases", type=int, default=releases.RELEASES, help="release diffs per registry")
     for command in (fetch, sub.add_parser("build", help="write the committed corpus")):
         command.add_argument("--cache", type=Path, default=build.default_cache())
         command.add_argument("--datasets-dir", type=Path, default=None)
@@ -38,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     build_args.add_argument("--notinject", type=Path, default=None, help="PIGuard's datasets/ folder")
     build_args.add_argument("--out", type=Path, default=DATA_DIR)
     args = parser.parse_args(argv)
-    heldout, releases = build.exclusions(args.datasets_dir)
+    heldout, samples = build.exclusions(args.datasets_dir)
     if args.command == "fetch":
         for ecosystem, listing, count in (
             ("pypi", args.pypi_list, args.pypi),
@@ -47,12 +50,15 @@ def main(argv: list[str] | None = None) -> None:
             names = [
                 n
                 for n in registry.popular(listing, ecosystem, count * 2)
-                if not registry.excluded(ecosystem, n, heldout, releases)
+                if not registry.excluded(ecosystem, n, heldout, samples)
             ]
             fetched = registry.fetch_readmes(ecosystem, names[:count], args.cache)
             print(f"{ecosystem}: {fetched} fetched, {count} wanted", flush=True)
+            picked = releases.pick(ecosystem, names[:count], args.releases, build.CARRIER_SHARE)
+            fetched = releases.fetch_release_diffs(ecosystem, picked, args.cache)
+            print(f"{ecosystem}: {fetched} release diffs fetched, {len(picked)} wanted", flush=True)
         return
-    train, carriers, manifest = build.build_corpus(args.cache, heldout, releases, args.notinject)
+    train, carriers, manifest = build.build_corpus(args.cache, heldout, samples, args.notinject)
     args.out.mkdir(parents=True, exist_ok=True)
     for name, records in (("prompt-injection.jsonl.gz", train), ("carriers.jsonl.gz", carriers)):
         with gzip.GzipFile(args.out / name, "wb", mtime=0) as raw:

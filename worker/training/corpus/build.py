@@ -8,16 +8,15 @@ measures transfer to unseen phrasings, and so thousands of READMEs weigh like a 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import random
 from pathlib import Path
 from typing import Any
 
-from worker.training.corpus import generate, negatives, phrases, registry
+from worker.training.corpus import generate, negatives, phrases, registry, releases
 from worker.training.corpus.carriers import CARRIERS
-from worker.training.data import LONG_GROUP_PREFIX, default_datasets_dir
+from worker.training.data import LONG_GROUP_PREFIX, RELEASE_GROUP_PREFIX, default_datasets_dir
 
 SEED = 0
 ATTACKS = 2400
@@ -105,7 +104,7 @@ def _readmes(
 
 
 def _bucket(ecosystem: str, name: str) -> float:
-    return int(hashlib.sha256(f"{ecosystem}:{name}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+    return releases.share(ecosystem, name)
 
 
 def build_corpus(
@@ -164,6 +163,7 @@ def build_corpus(
             )
         )
     records += _long_documents(rng, train_readmes)
+    records += _release_records(random.Random(SEED + 1), cache)
     carriers = [
         {
             "id": f"carrier:{e}:{r['name']}",
@@ -212,6 +212,30 @@ def _long_documents(rng: random.Random, readmes: list[tuple[str, dict[str, str]]
     return out
 
 
+def _release_records(rng: random.Random, cache: Path) -> list[dict[str, Any]]:
+    """Line-aligned slices of real release diffs and of the prose they add, as harmless (they are
+    drawn with their own generator, so the records before them do not depend on the cache's diffs)."""
+    out: list[dict[str, Any]] = []
+    for ecosystem in ("pypi", "npm"):
+        for header, data in releases.cached_release_diffs(ecosystem, cache):
+            group = f"{RELEASE_GROUP_PREFIX}{ecosystem}:{int(_bucket(ecosystem, header['name']) * BUCKETS)}"
+            for view, piece in releases.release_slices(rng, data):
+                how = f"{header['label']}: a {len(piece)}-byte slice of the {view}"
+                out.append(
+                    _record(
+                        "release",
+                        len(out),
+                        piece.decode("utf-8", "ignore"),
+                        0,
+                        f"{ecosystem}-release",
+                        "the package's own",
+                        group,
+                        how,
+                    )
+                )
+    return out
+
+
 def _notinject(folder: Path | None) -> list[dict[str, Any]]:
     """NotInject (PIGuard, MIT): benign prompts full of injection trigger words, as harmless."""
     if folder is None:
@@ -253,6 +277,7 @@ def _manifest(
             "generated": "attacks, same-shape harmless payloads and hard negatives composed from phrase tables written for this project (worker/training/corpus/phrases.py, negatives.py) in ten languages, placed in the carriers of worker/training/corpus/carriers.py with README filler",
             "pypi-readme": "info.description from the PyPI JSON API of the most downloaded packages; each package's licence as it declares it",
             "npm-readme": "the README in the newest release tarball of the most downloaded npm packages; each package's licence as it declares it",
+            "pypi-release / npm-release": "the newest release of popular packages diffed against the one before by producers.registry (worker/training/corpus/releases.py); slices of the diff and of the prose it adds inside code, under each package's own licence",
             "NotInject": "leolee99/PIGuard datasets/NotInject_*.json (MIT), benign prompts with trigger words, as harmless",
             "dropped": "every package whose sha256('pypi:'/'npm:' + normalised name) is in the datasets' heldout-package-names.sha256, and every package named in benchmarks/releases/*.txt",
         },

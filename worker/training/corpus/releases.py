@@ -1,0 +1,104 @@
+"""Real release diffs from the PyPI and npm registries: harmless text of the shape a nightly scan reads.
+
+The prompt-injection models read every release a registry scan gates: the diff itself and the prose
+it adds inside code (:func:`worker.core.prose.diff_prose`). Their false alarms on untouched releases
+come from exactly that text (install and usage prose, imperative comments, UI strings), which the
+labelled data holds only as the malicious-package split's few hundred diffs. ``fetch`` diffs the
+newest release of popular packages against the one before, with the producers' own code
+(:func:`producers.registry.release.release_diff`), into ``<cache>/releases/<ecosystem>/``; the
+build cuts line-aligned slices of each diff and of its prose view into harmless records. Held-out
+names and the real-release samples' names are dropped before any request, as for READMEs.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import random
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from worker.core.prose import diff_prose
+
+RELEASES = 300  # packages per registry whose newest release is diffed
+MAX_DIFF = 16 << 20  # bytes: a larger diff is not kept (it would only lend more slices)
+SLICE_BYTES = (2048, 12288)  # log-uniform slice sizes, a few to many of the models' windows
+SLICES_PER_VIEW = 2  # slices of the diff and of its prose view, per release
+
+
+def _file(name: str) -> str:
+    return name.replace("/", "__") + ".diff.gz"
+
+
+def fetch_release_diffs(ecosystem: str, names: Iterable[str], cache: Path, workers: int = 8) -> int:
+    """Diff each package's newest release against the one before into ``cache/releases/<ecosystem>/``;
+    names already there (diffed, or recorded as failed) are skipped. Returns how many were asked for."""
+    from producers.registry.errors import RegistryError
+    from producers.registry.polite import polite_client
+    from producers.registry.release import parse_spec, release_diff
+
+    target = cache / "releases" / ecosystem
+    target.mkdir(parents=True, exist_ok=True)
+    todo = [n for n in names if not (target / _file(n)).exists()]
+
+    def one(name: str) -> None:
+        try:
+            with polite_client() as client:
+                diff = release_diff(client, parse_spec(f"{ecosystem}:{name}"))
+            label, data = diff.label, diff.data if len(diff.data) <= MAX_DIFF else b""
+        except (RegistryError, OSError, ValueError):
+            label, data = f"{ecosystem}:{name}:failed", b""
+        header = json.dumps({"name": name, "label": label}).encode("utf-8")
+        with gzip.GzipFile(target / _file(name), "wb", mtime=0) as raw:
+            raw.write(header + b"\n" + data)
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(one, todo))
+    return len(todo)
+
+
+def cached_release_diffs(ecosystem: str, cache: Path) -> list[tuple[dict[str, str], bytes]]:
+    """``(header, diff)`` of every non-empty cached release diff of ``ecosystem``, sorted by name."""
+    found = []
+    for path in sorted((cache / "releases" / ecosystem).glob("*.diff.gz")):
+        header, _, data = gzip.decompress(path.read_bytes()).partition(b"\n")
+        if data.strip():
+            found.append((json.loads(header), data))
+    return found
+
+
+def line_slice(rng: random.Random, data: bytes, size: int) -> bytes:
+    """At most ``size`` bytes of ``data`` from a random line start to a line end."""
+    if len(data) <= size:
+        return data
+    start = data.rfind(b"\n", 0, rng.randrange(len(data) - size)) + 1
+    end = data.rfind(b"\n", start, start + size)
+    return data[start : end if end > start else start + size]
+
+
+def release_slices(rng: random.Random, data: bytes) -> list[tuple[str, bytes]]:
+    """``(view, slice)``: ``SLICES_PER_VIEW`` slices of the diff and of the prose it adds."""
+    low, high = SLICE_BYTES
+    out = []
+    for view, text in (("diff", data), ("prose", diff_prose(data))):
+        if not text.strip():
+            continue
+        for _ in range(SLICES_PER_VIEW if len(text) > high else 1):
+            size = int(low * (high / low) ** rng.random())
+            out.append((view, line_slice(rng, text, size)))
+    return out
+
+
+def share(ecosystem: str, name: str) -> float:
+    """A stable number in [0, 1] per package (a hash of its name): buckets and samples by it."""
+    return int(hashlib.sha256(f"{ecosystem}:{name}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+
+
+def pick(ecosystem: str, names: Iterable[str], count: int, kept_out: float) -> list[str]:
+    """``count`` of ``names`` by hash order, none of the ``kept_out`` share (planted.py's carriers)."""
+    eligible = [n for n in names if share(ecosystem, n) >= kept_out]
+    return sorted(eligible, key=lambda n: hashlib.sha256(f"release:{ecosystem}:{n}".encode()).digest())[
+        :count
+    ]
