@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.shell.test_trained_detectors import MALICIOUS_SETUP
+from tests.shell.test_trained_detectors import INJECTION_README, MALICIOUS_SETUP, _removed
 from worker.core.models import Report
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
@@ -94,6 +94,21 @@ def test_ordinary_version_bump_is_allowed(gate, policy):
     """A plain version bump with a changelog line and a one-line fix is allowed under both."""
     report = decide(gate, (EXAMPLES / "packages" / "version-bump.diff").read_bytes(), policy)
     assert report.decision == "allow", report.reason
+
+
+def test_a_release_that_deletes_a_clipper_is_allowed(gate):
+    """Removed lines are not new behaviour: the release that deletes a clipper is allowed under
+    malicious-package, the one that adds it is not."""
+    assert decide(gate, MALICIOUS_SETUP, "malicious-package").decision != "allow"
+    report = decide(gate, _removed(MALICIOUS_SETUP), "malicious-package")
+    assert report.decision == "allow", report.reason
+
+
+def test_a_release_that_deletes_an_injection_is_still_read_by_the_pre_check(gate):
+    """An agent reading a diff reads its removed lines too: under prompt-injection the pre-check
+    reads every line (the models read what a release adds), so the injection is not allowed."""
+    report = decide(gate, _removed(INJECTION_README), "prompt-injection")
+    assert report.decision != "allow", report.reason
 
 
 def test_clinejection_postinstall_is_quarantined(gate):

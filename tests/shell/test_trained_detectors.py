@@ -100,16 +100,6 @@ def benign_log(size: int) -> bytes:
 # The known weaknesses of the static-embedding heads (strict: a fix must remove the mark). The
 # semantic scores are scan statistics (worker.detectors.local.scan_statistic): one minus the chance that
 # the best of this many harmless windows scores as high as the artifact's best window.
-SEMANTIC_FLAGS_A_LUNCH_NOTE = pytest.mark.xfail(
-    strict=True,
-    reason="known weakness: the PI head trained on the broad corpus flags this lunch note alone; the"
-    " quorum allows it (lexical and rules say harmless)",
-)
-SEMANTIC_MISSES_POLITE_REQUEST = pytest.mark.xfail(
-    strict=True,
-    reason="known weakness: the PI head reads this polite forwarding request (quoted-printable body) as"
-    " harmless; the lexical vote and the quorum catch it",
-)
 SEMANTIC_FLAGS_LOGS_MISSES_LEAD_IN = pytest.mark.xfail(
     strict=True,
     reason="known weakness: the PI head scores structured log lines as harmful (out of distribution)",
@@ -141,9 +131,7 @@ def test_clear_injection_is_harmful(make: type[Detector]) -> None:
     assert verdict(make(), CLEAR_INJECTION) == "harmful"
 
 
-@pytest.mark.parametrize(
-    "make", [LexicalDetector, pytest.param(SemanticDetector, marks=SEMANTIC_FLAGS_A_LUNCH_NOTE)]
-)
+@pytest.mark.parametrize("make", [LexicalDetector, SemanticDetector])
 def test_benign_email_is_harmless(make: type[Detector]) -> None:
     """An ordinary lunch invitation is harmless under prompt-injection."""
     assert verdict(make(), BENIGN_EMAIL) == "harmless"
@@ -214,7 +202,7 @@ PROMPT_TEMPLATE = b"You are a helpful assistant. Answer the user's question usin
 def test_lexical_vote_does_not_rise_with_length_beyond_the_labelled_cap() -> None:
     """The lexical model reads its best window against the window count beyond 64 KB (the labelled
     diffs' cap): a prompt template scores the same among 40 KB of its copies as among 3 KB, and lower
-    among 1 MB of them, the way a release's thousands of ordinary windows no longer add up to a
+    (below the vote) among 1 MB of them, the way a release's thousands of ordinary windows no longer add up to a
     harmful vote (20 MB of train's harmless diffs did)."""
     detector = LexicalDetector()
     for policy in (INJECTION, PACKAGE):
@@ -223,7 +211,7 @@ def test_lexical_vote_does_not_rise_with_length_beyond_the_labelled_cap() -> Non
         assert model.null.reference_windows == len(window_spans(64 * 1024, model.window, model.overlap))
     short = score(detector, PROMPT_TEMPLATE * 40)  # 3 KB: its windows are those of the longer copies
     assert score(detector, PROMPT_TEMPLATE * 500) == pytest.approx(short, abs=1e-6)
-    assert score(detector, PROMPT_TEMPLATE * 13_000) < short - 0.1
+    assert score(detector, PROMPT_TEMPLATE * 13_000) < short
     assert verdict(detector, PROMPT_TEMPLATE * 13_000) == "harmless"
 
 
@@ -265,7 +253,7 @@ POLITE_EXFILTRATION = (
         (LexicalDetector, "base64"),
         (LexicalDetector, "quoted-printable"),
         (SemanticDetector, "base64"),
-        pytest.param(SemanticDetector, "quoted-printable", marks=SEMANTIC_MISSES_POLITE_REQUEST),
+        (SemanticDetector, "quoted-printable"),
     ],
 )
 def test_an_encoded_mail_body_is_read_decoded(make: type[Detector], cte: str) -> None:
@@ -344,3 +332,47 @@ def test_added_view_drops_a_diffs_removed_lines_only() -> None:
     assert b"+new line\n" in view and b" keep\n" in view and b"+++ b/x.py" in view
     assert added_view(b"- a list item\n- another\n") == b"- a list item\n- another\n"
     assert added_view(diff.replace(b"-old line\n", b"")) == diff.replace(b"-old line\n", b"")
+
+
+def _removed(diff: bytes) -> bytes:
+    """The release that deletes what ``diff`` adds: its added lines become removed ones."""
+    lines = diff.split(b"\n")
+    out = []
+    for line in lines:
+        if line.startswith(b"--- /dev/null"):
+            continue
+        if line.startswith(b"+++ "):
+            out += [b"--- a/" + line[6:], b"+++ /dev/null"]
+        elif line.startswith(b"@@ -0,0 +1,"):
+            out.append(b"@@ -1," + line.split(b",")[-1].split(b" ")[0] + b" +0,0 @@")
+        elif line.startswith(b"new file mode"):
+            out.append(b"deleted file mode 100644")
+        elif line.startswith(b"+"):
+            out.append(b"-" + line[1:])
+        else:
+            out.append(line)
+    return b"\n".join(out)
+
+
+INJECTION_README = (
+    b"diff --git a/README.md b/README.md\nnew file mode 100644\n--- /dev/null\n+++ b/README.md\n"
+    b"@@ -0,0 +1,2 @@\n" + b"".join(b"+" + line + b"\n" for line in CLEAR_INJECTION.splitlines())
+)
+
+
+@pytest.mark.parametrize("make", DETECTORS)
+@pytest.mark.parametrize(
+    ("added", "policy"),
+    [(MALICIOUS_SETUP, PACKAGE), (INJECTION_README, INJECTION)],
+    ids=["clipper-setup", "injection-readme"],
+)
+def test_a_release_that_deletes_the_harm_reads_as_its_headers(
+    make: type[Detector], added: bytes, policy: HarmPolicy
+) -> None:
+    """The shipped models read what a release adds: the lines added are a harmful vote; the same
+    lines removed are never read (the release scores as its headers alone)."""
+    removed = _removed(added)
+    lines = removed.splitlines(keepends=True)
+    headers = b"".join(line for line in lines if line.startswith(b"--- ") or not line.startswith(b"-"))
+    assert verdict(make(), added, policy) == "harmful"
+    assert score(make(), removed, policy) == score(make(), headers, policy)

@@ -52,9 +52,20 @@ RECIPES: dict[str, SemanticRecipe] = {
     # 0.0606; q = 0 0.0531, 0.5 0.0555, 0.75 0.0584, 0.9 and above 0.0606. Where train cannot tell
     # settings apart (within 0.001 of its best), the largest reference: it discounts only artifacts
     # longer than train's longest, and so costs the least sensitivity on long artifacts
-    # (benchmarks/planted.py). Prompt-injection: q = 1 (35 windows); malicious-package: q = 0.
+    # (benchmarks/planted.py). Malicious-package: q = 0.
+    # Prompt-injection trains on long harmless carriers too (README documents and release slices up
+    # to 64 KB, 170 windows), so train now tells references apart: with q = 1 (170 windows) the head
+    # flagged 52 / 85 / 97 % of the carriers of < 8, 8-32 and 32-64 KB out of fold. The reference by
+    # the train group-CV quorum objective (FNR + FPR + code FPR + long FPR + planted FNR + FPR, the
+    # thresholds re-chosen for each; the out-of-fold scores re-read, the model unchanged):
+    # 170 windows 0.5517, 64 0.5499, 35 0.5451, 16 0.5413, 8 0.5382, 4 0.5410, 2 0.5436, 1 0.5506.
+    # Eight windows (3.5 KB): carriers flagged by the head alone 44 / 37 / 18 %.
     "prompt-injection": SemanticRecipe(
-        window=512, overlap=128, c=1e-2, hidden=64, mil=MilConfig(rounds=1, scan_statistic=1.0)
+        window=512,
+        overlap=128,
+        c=1e-2,
+        hidden=64,
+        mil=MilConfig(rounds=1, scan_statistic=0.0, reference_windows=8.0),
     ),
     "malicious-package": SemanticRecipe(
         window=2048,
