@@ -1,0 +1,59 @@
+"""What a ``canary scan`` process loads and does before it gates: the start-up a user waits for
+(issue #24). Each scan runs in a fresh interpreter, as a user's does; no test times anything."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+TRIVIAL = str(ROOT / "tests" / "fixtures" / "policies" / "trivial.yaml")
+
+# ``python -m worker scan ...`` in this interpreter, then what it left behind, on the last line.
+PROCESS = """
+import json, runpy, sys
+sys.argv = ["canary", *json.loads(sys.argv[1])]
+code = 0
+try:
+    runpy.run_module("worker", run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    code = exc.code
+loaded = sorted(m for m in ("celery", "kombu") if m in sys.modules)
+print(json.dumps({"code": code, "loaded": loaded}))
+"""
+
+
+def canary(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, Any]]:
+    """Run ``canary ARGS`` as its own process: (its output lines, what it had loaded and how)."""
+    services = ("CANARY_BROKER_URL", "CANARY_DATABASE_URL", "CANARY_S3_ENDPOINT_URL")
+    env = {k: v for k, v in os.environ.items() if k not in services}
+    env |= {"CANARY_DATA_DIR": str(tmp_path / "data"), "CANARY_CACHE_DIR": str(tmp_path / "cache")}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", PROCESS, json.dumps(args)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    *lines, last = done.stdout.strip().splitlines()
+    return lines, json.loads(last)
+
+
+def test_a_second_scan_of_the_same_file_answers_without_celery(tmp_path):
+    """Scanning a file again answers from the gate database, the same report and exit code,
+    without loading Celery: the first scan ran the task graph."""
+    sample = tmp_path / "notes.txt"
+    sample.write_text("Release notes: fixed a crash in the CSV parser.\n")
+    first, ran = canary(tmp_path, "scan", "--json", "-p", TRIVIAL, str(sample))
+    again, answered = canary(tmp_path, "scan", "--json", "-p", TRIVIAL, str(sample))
+    assert "celery" in ran["loaded"]
+    assert [json.loads(line) for line in again] == [json.loads(line) for line in first]
+    assert answered["code"] == ran["code"] == 0
+    assert answered["loaded"] == []
