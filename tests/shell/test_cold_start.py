@@ -22,7 +22,7 @@ try:
     runpy.run_module("worker", run_name="__main__", alter_sys=True)
 except SystemExit as exc:
     code = exc.code
-loaded = sorted(m for m in ("celery", "kombu") if m in sys.modules)
+loaded = sorted(m for m in ("celery", "kombu", "httpx") if m in sys.modules)
 print(json.dumps({"code": code, "loaded": loaded}))
 """
 
@@ -48,7 +48,8 @@ def canary(tmp_path: Path, *args: str) -> tuple[list[str], dict[str, Any]]:
 
 def test_a_second_scan_of_the_same_file_answers_without_celery(tmp_path):
     """Scanning a file again answers from the gate database, the same report and exit code,
-    without loading Celery: the first scan ran the task graph."""
+    without loading Celery (nor the registry client: no input was a release); the first scan
+    ran the task graph."""
     sample = tmp_path / "notes.txt"
     sample.write_text("Release notes: fixed a crash in the CSV parser.\n")
     first, ran = canary(tmp_path, "scan", "--json", "-p", TRIVIAL, str(sample))
