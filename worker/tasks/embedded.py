@@ -42,6 +42,11 @@ class EmbeddedGate:
                 self._app = app
             return self._app
 
+    def close(self) -> None:
+        """Close the database connections now (SQLite then folds its write-ahead log back into
+        the file), rather than whenever the collector finds the engine."""
+        self.rt.repo.engine.dispose()
+
     def run(self, gate_id: str) -> None:
         self.app.tasks["canary.precheck"].apply_async((gate_id,))
 
