@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 
 import worker.core.normalize as normalize
 import worker.core.payloads as payloads
+import worker.core.precheck as precheck
+import worker.core.prose as prose
 from policies.loader import load_policy, load_ruleset
 from worker.core.precheck import run_precheck, scan_rules
 from worker.core.ruleset import Matcher, Rule
@@ -88,6 +90,23 @@ def reference_percent_runs(data: bytes, arr: np.ndarray, percents: np.ndarray) -
     return found
 
 
+def reference_unglue(chunk: bytes) -> bytes:
+    """Escapes unglued by one regex read left to right: an escaped backslash first, then \\n \\r \\t."""
+    return re.sub(rb"(\\\\)|\\[nrt]", lambda m: m.group(1) or b"  ", chunk)
+
+
+_PER_CHARACTER_STRING = re.compile(rb'"((?:[^"\\\n]|\\.)*)"|\'((?:[^\'\\\n]|\\.)*)\'|`((?:[^`\\\n]|\\.)*)`')
+
+
+def reference_sentence_spans(text: bytes):  # type: ignore[no-untyped-def]
+    """String literals found one character at a time, their content copied and tested."""
+    for match in _PER_CHARACTER_STRING.finditer(text):
+        group = match.lastindex or 0
+        content = match.group(group)
+        if content.count(b" ") + 1 >= prose.MIN_WORDS and prose._LETTERS.search(content):
+            yield match.span(group)
+
+
 _MATCHER_SCAN = Matcher.scan
 
 
@@ -110,6 +129,8 @@ def slow_paths() -> ExitStack:
     stack.enter_context(mock.patch.object(payloads, "_percent_runs", reference_percent_runs))
     stack.enter_context(mock.patch.object(Matcher, "scan", scan_every_rule))
     stack.enter_context(mock.patch.object(Matcher, "_matches", reference_matches))
+    stack.enter_context(mock.patch.object(precheck, "unglue_escapes", reference_unglue))
+    stack.enter_context(mock.patch.object(precheck, "sentence_spans", reference_sentence_spans))
     return stack
 
 
@@ -244,6 +265,23 @@ def test_class_runs_give_the_matches_finditer_gives(data, length, start, members
     assert 0 in matcher._runs
     expected = [m.span() for m in matcher.regexes[0].finditer(data, start)]
     assert list(matcher._matches(0, data, start)) == expected
+
+
+ESCAPY = st.text(alphabet="\\nrtx\"' ab", max_size=60).map(str.encode)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ESCAPY)
+def test_unglued_escapes_match_the_regex(chunk):
+    """Splitting on escaped backslashes unglues the escapes the left-to-right regex unglues."""
+    assert precheck.unglue_escapes(chunk) == reference_unglue(chunk)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="\\\"'` abc\n.", max_size=80).map(str.encode))
+def test_sentence_literals_match_the_per_character_regex(text):
+    """The unrolled string regex finds the sentence-like literals the per-character one finds."""
+    assert list(prose.sentence_spans(text)) == list(reference_sentence_spans(text))
 
 
 def test_only_single_class_repeats_take_the_run_shortcut():

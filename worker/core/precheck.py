@@ -37,7 +37,6 @@ every byte is seen.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
@@ -188,9 +187,6 @@ def is_transport(layer_name: str) -> bool:
     return all(part in TRANSPORT_LAYERS for part in layer_name.split("/"))
 
 
-_ESCAPE_OR_BACKSLASH = re.compile(rb"(\\\\)|\\[nrt]")
-
-
 def unglue_escapes(chunk: bytes) -> bytes:
     """``\\n``, ``\\r`` and ``\\t`` escapes (two bytes each) -> two spaces; same length, same offsets.
 
@@ -201,9 +197,14 @@ def unglue_escapes(chunk: bytes) -> bytes:
     """
     if b"\\" not in chunk:
         return chunk
-    if b"\\\\" not in chunk:
-        return chunk.replace(b"\\n", b"  ").replace(b"\\r", b"  ").replace(b"\\t", b"  ")
-    return _ESCAPE_OR_BACKSLASH.sub(lambda m: m.group(1) or b"  ", chunk)
+    # Read left to right, an escaped backslash comes first: split on it, and the parts hold no two
+    # backslashes in a row, where each escape is found by a plain replace (a regex calling back
+    # per escape cost 4 % of the pre-check on real diffs).
+    return b"\\\\".join(_unglue(part) for part in chunk.split(b"\\\\"))
+
+
+def _unglue(part: bytes) -> bytes:
+    return part.replace(b"\\n", b"  ").replace(b"\\r", b"  ").replace(b"\\t", b"  ")
 
 
 def _scan_window(
