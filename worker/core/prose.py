@@ -93,7 +93,8 @@ def diff_prose(data: bytes) -> bytes:
             for fragment in reader.read(line[1:].rstrip(b"\r")):  # each added line starts with +
                 if fragment := fragment.strip():
                     out += fragment + b"\n"
-    return bytes(out[:-1])
+    del out[-1:]  # the last newline, in place: ``bytes(out[:-1])`` held three copies at once
+    return bytes(out)
 
 
 def _lines(data: bytes, start: int, end: int) -> Iterator[bytes]:
