@@ -107,6 +107,11 @@ def reference_sentence_spans(text: bytes):  # type: ignore[no-untyped-def]
             yield match.span(group)
 
 
+def every_run_maybe_text(data: bytes, starts: list[int], ends: list[int]) -> np.ndarray:
+    """No run is ruled out before it is decoded on its own."""
+    return np.ones(len(starts), dtype=bool)
+
+
 _MATCHER_SCAN = Matcher.scan
 
 
@@ -129,6 +134,7 @@ def slow_paths() -> ExitStack:
     stack.enter_context(mock.patch.object(payloads, "_percent_runs", reference_percent_runs))
     stack.enter_context(mock.patch.object(Matcher, "scan", scan_every_rule))
     stack.enter_context(mock.patch.object(Matcher, "_matches", reference_matches))
+    stack.enter_context(mock.patch.object(payloads, "_maybe_text", every_run_maybe_text))
     stack.enter_context(mock.patch.object(precheck, "unglue_escapes", reference_unglue))
     stack.enter_context(mock.patch.object(precheck, "sentence_spans", reference_sentence_spans))
     return stack
@@ -265,6 +271,27 @@ def test_class_runs_give_the_matches_finditer_gives(data, length, start, members
     assert 0 in matcher._runs
     expected = [m.span() for m in matcher.regexes[0].finditer(data, start)]
     assert list(matcher._matches(0, data, start)) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(PHRASES).map(lambda p: base64.b64encode(p.encode()).decode()),
+            st.sampled_from(PHRASES).map(lambda p: base64.urlsafe_b64encode(p.encode()).decode().rstrip("=")),
+            st.text(alphabet="abcdefXYZ0123456789+/=_-", min_size=18, max_size=70),
+            st.sampled_from(["sha512-", "md5-", "data:image/png;base64,", " ", "\n", "=="]),
+        ),
+        max_size=8,
+    ).map(lambda parts: "".join(parts).encode())
+)
+def test_runs_ruled_out_before_decoding_are_runs_that_decode_to_no_text(data):
+    """Ruling base64 runs out in one batch keeps every payload that decoding each run keeps."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    fast = [run for run in payloads._alphabet_runs(data, arr) if payloads._textual(run[3])]
+    with mock.patch.object(payloads, "_maybe_text", every_run_maybe_text):
+        slow = [run for run in payloads._alphabet_runs(data, arr) if payloads._textual(run[3])]
+    assert fast == slow
 
 
 ESCAPY = st.text(alphabet="\\nrtx\"' ab", max_size=60).map(str.encode)
