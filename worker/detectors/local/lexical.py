@@ -61,8 +61,8 @@ class LexicalModel:
                 added_only=bool(archive["added_only"]) if "added_only" in archive.files else False,
             )
 
-    # Not a field: how a vote is computed, not what was trained. A quarter of BATCH_BYTES: the
-    # n-gram arrays of a batch are ~12 bytes per byte of text, and the logits do not depend on it.
+    # Not a field: how a vote is computed, not what was trained. 16 KB (a quarter of BATCH_BYTES):
+    # the batch's n-gram arrays were the vote's peak at 64 KB (~8 MB); same logits, same CPU.
     batch_bytes = BATCH_BYTES // 4
 
     def logits(self, windows: list[str]) -> np.ndarray:
