@@ -1,18 +1,20 @@
 """Cold start: CPU of a `canary scan` of a small file per policy (first run with an empty compiled
 cache, then a second run), and seconds until a `canary worker` answers a ping with the cache warm.
 
-    python benchmarks/cold_start.py [--policy ID]... [--concurrency 2]
+    python benchmarks/cold_start.py [--policy ID]... [--repeat 5] [--concurrency 2]
 
 Targets (issue #24): a second `canary scan` of a small file <= 1 CPU-second per policy; a worker
 ready in <= 5 s. The worker part needs Redis and Postgres (see harness.py); without them it is
 skipped with the reason. CPU is user+system of the child process (resource.RUSAGE_CHILDREN), so
-the machine's load changes wall time far more than these figures.
+the machine's load changes wall time far more than these figures. Even so a single process moves
+by +-0.3 CPU-s on a loaded 2-core host: the second scan is repeated and the median is the figure.
 """
 
 from __future__ import annotations
 
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +46,7 @@ def main() -> None:
     parser = harness.arguments(__doc__)
     parser.add_argument("--policy", action="append", default=None)
     parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=5, help="second scans per policy (median)")
     args = parser.parse_args()
     policies = args.policy or ["prompt-injection", "malicious-package"]
     print(harness.machine_line())
@@ -55,10 +58,13 @@ def main() -> None:
         os.environ.pop(var, None)
     for policy in policies:
         cold, cold_wall = scan_cpu(policy, sample, env)
-        warm, warm_wall = scan_cpu(policy, sample, env)
+        warm = [scan_cpu(policy, sample, env) for _ in range(max(1, args.repeat))]
+        cpu = sorted(c for c, _ in warm)
         print(f"{policy}: first scan {cold:.2f} CPU-s ({cold_wall:.1f} s wall, empty compiled cache)")
-        harness.target(f"second canary scan of a small file, {policy}", warm, "CPU-s", at_most=1.0)
-        print(f"  ({warm_wall:.1f} s wall)")
+        what = f"second canary scan of a small file, {policy}, median of {len(cpu)}"
+        harness.target(what, statistics.median(cpu), "CPU-s", at_most=1.0)
+        wall = statistics.median(w for _, w in warm)
+        print(f"  ({cpu[0]:.2f}-{cpu[-1]:.2f} CPU-s, {wall:.1f} s wall)")
     try:
         services = harness.services("cold-start")
     except SystemExit as exc:

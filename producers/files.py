@@ -6,25 +6,21 @@ import mailbox
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from producers.mail import MailError, MailOptions, is_mailbox, read_mailbox
-from producers.registry import (
-    RegistryError,
-    ReleaseArchives,
-    ReleaseDiff,
-    ReleaseRef,
-    diff_archives,
-    fetch_archives,
-    is_spec,
-    parse_spec,
-)
-from producers.registry.pool import ReleasePool
+from producers.registry import RegistryError, is_spec
 from producers.tables import Fields, RowError, Table, is_table
 from worker.core.errors import UsageError
+
+if TYPE_CHECKING:  # the registry client (httpx, archives, a process pool) loads on first release
+    from concurrent.futures import Future
+
+    import httpx
+
+    from producers.registry import ReleaseArchives, ReleaseDiff, ReleaseRef
+    from producers.registry.pool import ReleasePool
 
 
 class InputError(UsageError):
@@ -151,6 +147,8 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
 def release_refs(names: Sequence[str], errors: list[str]) -> tuple[list[ReleaseRef], list[str]]:
     """Split expanded inputs into registry release references (read without the network) and
     everything else; a malformed spec is recorded in ``errors``."""
+    from producers.registry import parse_spec
+
     refs: list[ReleaseRef] = []
     rest: list[str] = []
     for name in names:
@@ -194,8 +192,8 @@ def read_inputs(
     paths: Sequence[str],
     errors: list[str] | None = None,
     fetch_ahead: int = 8,
-    download: Callable[[httpx.Client, str], ReleaseArchives] = fetch_archives,
-    diff: Callable[[ReleaseArchives], ReleaseDiff] = diff_archives,
+    download: Callable[[httpx.Client, str], ReleaseArchives] | None = None,
+    diff: Callable[[ReleaseArchives], ReleaseDiff] | None = None,
     fields: Fields | None = None,
     mail: MailOptions | None = None,
 ) -> Iterator[tuple[str, bytes]]:
@@ -205,7 +203,8 @@ def read_inputs(
     in threads, unpacking and diffing in one process per core, started on first need), still
     yielded in input order. One that cannot be fetched, verified or opened raises
     :class:`InputError`, or, when ``errors`` is given, is recorded there and the batch goes on
-    (the caller reports it and exits non-zero). So is a table row that does not parse
+    (the caller reports it and exits non-zero); ``download`` and ``diff`` replace the registry
+    client's (tests). So is a table row that does not parse
     (``intake_failed`` with its line, see :mod:`producers.tables`); ``fields`` maps table rows.
     A live mailbox (``imaps://...``, :mod:`producers.mail`) yields its unmarked messages and marks
     each when the next item is asked for: the caller must register an item before asking again.
@@ -218,7 +217,7 @@ def read_inputs(
         while True:
             while len(ahead) < fetch_ahead and (name := next(names, None)) is not None:
                 if is_spec(name) and not Path(name).exists():
-                    releases = releases or ReleasePool(fetch_ahead, download, diff)
+                    releases = releases or _release_pool(fetch_ahead, download, diff)
                     ahead.append((name, releases.submit(name)))
                 else:
                     ahead.append((name, None))
@@ -249,3 +248,15 @@ def read_inputs(
     finally:  # all done: reap the processes; cut short: don't wait for a download
         if releases is not None:
             releases.close(wait=not ahead)
+
+
+def _release_pool(
+    fetch_ahead: int,
+    download: Callable[[httpx.Client, str], ReleaseArchives] | None,
+    diff: Callable[[ReleaseArchives], ReleaseDiff] | None,
+) -> ReleasePool:
+    """The pool that fetches and diffs releases, built when the first one is asked for."""
+    from producers.registry import diff_archives, fetch_archives
+    from producers.registry.pool import ReleasePool
+
+    return ReleasePool(fetch_ahead, download or fetch_archives, diff or diff_archives)

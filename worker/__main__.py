@@ -1,5 +1,14 @@
-"""``python -m worker`` is ``canary``."""
+"""``python -m worker`` is ``canary``; ``run`` is also the ``canary`` script's entry point."""
 
-from worker.cli import main
+from worker import startup
 
-main()
+
+def run() -> None:
+    startup.pause()  # before the imports (worker.startup)
+    from worker.cli import main
+
+    main()
+
+
+if __name__ == "__main__":
+    run()

@@ -25,32 +25,82 @@ task instead (``worker.pipeline.fetch``, the ``canary.fetch`` queue).
 
 from __future__ import annotations
 
-from producers.registry.archives import archive_files
-from producers.registry.clients import (
-    ReleaseFile,
-    download,
-    npm_registry_url,
-    npm_releases,
-    pypi_index_url,
-    pypi_releases,
-)
-from producers.registry.diff import unified_diff
-from producers.registry.errors import RegistryError, RegistryUnavailableError
-from producers.registry.polite import Politeness, PoliteTransport, polite_client
-from producers.registry.release import (
-    Release,
-    ReleaseArchives,
-    ReleaseDiff,
-    ReleaseRef,
-    diff_archives,
-    download_release,
-    fetch_archives,
-    parse_spec,
-    release_diff,
-    release_key,
-    resolve_release,
-)
-from producers.registry.versions import is_spec
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from producers.registry.archives import archive_files
+    from producers.registry.clients import (
+        ReleaseFile,
+        download,
+        npm_registry_url,
+        npm_releases,
+        pypi_index_url,
+        pypi_releases,
+    )
+    from producers.registry.diff import unified_diff
+    from producers.registry.errors import RegistryError, RegistryUnavailableError
+    from producers.registry.polite import Politeness, PoliteTransport, polite_client
+    from producers.registry.release import (
+        Release,
+        ReleaseArchives,
+        ReleaseDiff,
+        ReleaseRef,
+        diff_archives,
+        download_release,
+        fetch_archives,
+        parse_spec,
+        release_diff,
+        release_key,
+        resolve_release,
+    )
+    from producers.registry.versions import is_spec
+
+# Where each name lives. Loaded on first use: a ``canary scan`` of local files needs only
+# ``versions`` and ``errors``, not the HTTP client (httpx) and archive readers the rest pull in.
+_HOMES = {
+    "archive_files": "archives",
+    **dict.fromkeys(
+        ("ReleaseFile", "download", "npm_registry_url", "npm_releases", "pypi_index_url", "pypi_releases"),
+        "clients",
+    ),
+    "unified_diff": "diff",
+    "RegistryError": "errors",
+    "RegistryUnavailableError": "errors",
+    **dict.fromkeys(("Politeness", "PoliteTransport", "polite_client"), "polite"),
+    **dict.fromkeys(
+        (
+            "Release",
+            "ReleaseArchives",
+            "ReleaseDiff",
+            "ReleaseRef",
+            "diff_archives",
+            "download_release",
+            "fetch_archives",
+            "parse_spec",
+            "release_diff",
+            "release_key",
+            "resolve_release",
+        ),
+        "release",
+    ),
+    "is_spec": "versions",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name (or a submodule) of this package, imported on first use."""
+    module = _HOMES.get(name)
+    try:
+        found = importlib.import_module(f"{__name__}.{module or name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{module or name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(found, name) if module else found
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Politeness",

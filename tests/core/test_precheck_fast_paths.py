@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 
 import worker.core.normalize as normalize
 import worker.core.payloads as payloads
+import worker.core.precheck as precheck
+import worker.core.prose as prose
 from policies.loader import load_policy, load_ruleset
 from worker.core.precheck import run_precheck, scan_rules
 from worker.core.ruleset import Matcher, Rule
@@ -88,6 +90,28 @@ def reference_percent_runs(data: bytes, arr: np.ndarray, percents: np.ndarray) -
     return found
 
 
+def reference_unglue(chunk: bytes) -> bytes:
+    """Escapes unglued by one regex read left to right: an escaped backslash first, then \\n \\r \\t."""
+    return re.sub(rb"(\\\\)|\\[nrt]", lambda m: m.group(1) or b"  ", chunk)
+
+
+_PER_CHARACTER_STRING = re.compile(rb'"((?:[^"\\\n]|\\.)*)"|\'((?:[^\'\\\n]|\\.)*)\'|`((?:[^`\\\n]|\\.)*)`')
+
+
+def reference_sentence_spans(text: bytes):  # type: ignore[no-untyped-def]
+    """String literals found one character at a time, their content copied and tested."""
+    for match in _PER_CHARACTER_STRING.finditer(text):
+        group = match.lastindex or 0
+        content = match.group(group)
+        if content.count(b" ") + 1 >= prose.MIN_WORDS and prose._LETTERS.search(content):
+            yield match.span(group)
+
+
+def every_run_maybe_text(data: bytes, starts: list[int], ends: list[int]) -> np.ndarray:
+    """No run is ruled out before it is decoded on its own."""
+    return np.ones(len(starts), dtype=bool)
+
+
 _MATCHER_SCAN = Matcher.scan
 
 
@@ -110,6 +134,9 @@ def slow_paths() -> ExitStack:
     stack.enter_context(mock.patch.object(payloads, "_percent_runs", reference_percent_runs))
     stack.enter_context(mock.patch.object(Matcher, "scan", scan_every_rule))
     stack.enter_context(mock.patch.object(Matcher, "_matches", reference_matches))
+    stack.enter_context(mock.patch.object(payloads, "_maybe_text", every_run_maybe_text))
+    stack.enter_context(mock.patch.object(precheck, "unglue_escapes", reference_unglue))
+    stack.enter_context(mock.patch.object(precheck, "sentence_spans", reference_sentence_spans))
     return stack
 
 
@@ -244,6 +271,44 @@ def test_class_runs_give_the_matches_finditer_gives(data, length, start, members
     assert 0 in matcher._runs
     expected = [m.span() for m in matcher.regexes[0].finditer(data, start)]
     assert list(matcher._matches(0, data, start)) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(PHRASES).map(lambda p: base64.b64encode(p.encode()).decode()),
+            st.sampled_from(PHRASES).map(lambda p: base64.urlsafe_b64encode(p.encode()).decode().rstrip("=")),
+            st.text(alphabet="abcdefXYZ0123456789+/=_-", min_size=18, max_size=70),
+            st.sampled_from(["sha512-", "md5-", "data:image/png;base64,", " ", "\n", "=="]),
+        ),
+        max_size=8,
+    ).map(lambda parts: "".join(parts).encode())
+)
+def test_runs_ruled_out_before_decoding_are_runs_that_decode_to_no_text(data):
+    """Ruling base64 runs out in one batch keeps every payload that decoding each run keeps."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    fast = [run for run in payloads._alphabet_runs(data, arr) if payloads._textual(run[3])]
+    with mock.patch.object(payloads, "_maybe_text", every_run_maybe_text):
+        slow = [run for run in payloads._alphabet_runs(data, arr) if payloads._textual(run[3])]
+    assert fast == slow
+
+
+ESCAPY = st.text(alphabet="\\nrtx\"' ab", max_size=60).map(str.encode)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ESCAPY)
+def test_unglued_escapes_match_the_regex(chunk):
+    """Splitting on escaped backslashes unglues the escapes the left-to-right regex unglues."""
+    assert precheck.unglue_escapes(chunk) == reference_unglue(chunk)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="\\\"'` abc\n.", max_size=80).map(str.encode))
+def test_sentence_literals_match_the_per_character_regex(text):
+    """The unrolled string regex finds the sentence-like literals the per-character one finds."""
+    assert list(prose.sentence_spans(text)) == list(reference_sentence_spans(text))
 
 
 def test_only_single_class_repeats_take_the_run_shortcut():

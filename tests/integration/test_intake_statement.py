@@ -6,6 +6,7 @@ import hashlib
 import json
 import uuid
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import event, text
@@ -13,6 +14,7 @@ from sqlalchemy import event, text
 from tests.integration.services import check_postgres, database_url, require
 
 pytestmark = pytest.mark.integration
+FIXTURE_POLICY = Path(__file__).resolve().parents[1] / "fixtures" / "policies" / "trivial.yaml"
 
 
 @pytest.fixture()
@@ -78,3 +80,33 @@ def test_an_existing_gate_is_returned_and_the_new_one_audited_once(repo):
     assert stored_submission(repo, sub.id) == [first.id, gates[1].id]
     assert [e.event for e in repo.audit_trail(first.id)] == ["submitted"]
     assert [e.event for e in repo.audit_trail(gates[1].id)] == ["submitted"]
+
+
+def test_a_lone_intake_sends_its_message_before_waiting_for_the_disk(tmp_path):
+    """A lone submit: its rows are visible when its message goes out, and durable (a synchronous
+    commit after the message) when ``submit_artifact`` returns; the disk flush is not waited on
+    before the message."""
+    from worker.pipeline.intake import submit_artifact
+    from worker.pipeline.runtime import build_runtime
+    from worker.settings import Settings
+
+    url = database_url()
+    require(check_postgres(url) is None, f"postgres: {check_postgres(url)}")
+    settings = Settings(database_url=url, data_dir=tmp_path, object_store="local", stage_metrics=False)
+    rt = build_runtime(settings, role="test")
+    seen: list[str] = []
+    for name, engine in (("durable", rt.repo.engine), ("async", rt.repo.autocommit_engine)):
+        event.listen(
+            engine, "before_cursor_execute", lambda *a, name=name: seen.append(f"{name}: {a[2].split()[0]}")
+        )
+
+    def enqueue(gate_id: str) -> None:
+        seen.append("message")
+        assert rt.repo.get(gate_id) is not None  # visible to the worker that takes the message
+
+    submitted = submit_artifact(rt, uuid.uuid4().bytes, [str(FIXTURE_POLICY)], enqueue)
+    writes = [s for s in seen if "SELECT" not in s]
+    assert writes[:3] == ["async: WITH", "message", "durable: UPDATE"], seen
+    assert rt.repo.get(submitted.gates[0].id).status == "pending"
+    rt.repo.engine.dispose()
+    rt.repo.autocommit_engine.dispose()

@@ -38,3 +38,36 @@ def test_an_unreachable_redis_loses_only_the_ledger():
     ledger = RedisProgress("redis://127.0.0.1:1/0", ttl_s=60)
     ledger.expect([uuid.uuid4().hex], ["a"])
     assert ledger.flush() and ledger.read(["x"]) == {}
+
+
+def test_a_gates_fan_out_and_votes_go_out_as_one_write():
+    """A gate's expected detectors and its votes, queued by several tasks in a burst, are written
+    in one round trip with one HSET for that gate, not one write per task."""
+    from worker.adapters.progress import RedisProgress, fan_out_state
+
+    url = redis_url()
+    require(check_redis(url) is None, f"redis: {check_redis(url)}")
+    ledger = RedisProgress(url, ttl_s=60)
+    commands: list[list[str]] = []
+    pipeline = ledger.client.pipeline
+
+    def counted(*args, **kwargs):
+        pipe = pipeline(*args, **kwargs)
+        execute = pipe.execute
+
+        def recorded(*a, **k):
+            commands.append([str(stack[0][0]) for stack in pipe.command_stack])
+            return execute(*a, **k)
+
+        pipe.execute = recorded
+        return pipe
+
+    ledger.client.pipeline = counted
+    gate = uuid.uuid4().hex
+    ledger.expect([gate], ["a", "b", "c"])
+    for detector in ("a", "b", "c"):
+        ledger.voted(detector, {gate: "harmless"})
+    assert ledger.flush()
+    assert commands == [["HSET", "EXPIRE"]]
+    assert fan_out_state(ledger.read([gate])[gate]) == (3, 3)
+    ledger.client.delete(f"canary:progress:{gate}")

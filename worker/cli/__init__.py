@@ -31,9 +31,11 @@ def _setup() -> None:
     """Canary Gate: classify untrusted artifacts before an AI agent reads them."""
     import logging
 
+    from worker import startup
     from worker.logs import configure_logging
 
     configure_logging(logging.WARNING)
+    startup.resume()  # the command's modules are imported (worker.startup)
 
 
 PASSES_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}  # the rest goes to Celery
@@ -62,8 +64,10 @@ review_app.command("unsuppress")(unsuppress_command)
 def main() -> None:
     """The ``canary`` entry point: configuration and infrastructure errors exit 2 and 3 with one
     line (see ``worker.exits``); anything else is a bug and keeps its traceback."""
+    from worker import startup
     from worker.exits import describe, exit_code_for
 
+    startup.pause()  # until the command starts (worker.startup); python -m worker paused earlier
     try:
         app()
     except KeyboardInterrupt:

@@ -39,33 +39,39 @@ def scan(
 
     Exit 0 when everything was allowed, 1 when anything was quarantined or sent to review.
     """
-    from rich.console import Console
-    from rich.progress import Progress
+    from worker import startup
 
-    from producers.files import read_inputs
-    from producers.mail import options_from
-    from worker.cli.sarif import SarifLog
-    from worker.tasks.embedded import EmbeddedGate
+    with startup.setting_up():  # no garbage yet: see worker.startup
+        from rich.console import Console
+        from rich.progress import Progress
 
-    out = output_format(fmt, json_out)
-    policies = chosen_policies(policy)
-    names = input_paths(paths)
-    settings = load_settings()
-    fields = table_fields(field, settings)
-    gate = EmbeddedGate(settings)
+        from producers.files import read_inputs
+        from producers.mail import options_from
+        from worker.cli.sarif import SarifLog
+        from worker.tasks.embedded import EmbeddedGate
+
+        out = output_format(fmt, json_out)
+        policies = chosen_policies(policy)
+        names = input_paths(paths)
+        settings = load_settings()
+        fields = table_fields(field, settings)
+        gate = EmbeddedGate(settings)
+        sarif = SarifLog() if out is OutputFormat.sarif else None
     err = Console(stderr=True)
     rows: list[tuple[str, Any]] = []
     failed: list[str] = []
-    sarif = SarifLog() if out is OutputFormat.sarif else None
-    with Progress(console=err, transient=True, disable=len(names) < 2 or not err.is_terminal) as bar:
-        task = bar.add_task("gating", total=len(names))
-        for name, data in read_inputs(names, failed, fields=fields, mail=options_from(settings)):
-            submitted = gate.submit(data, policies, source=name)
-            rows.extend((name, g) for g in submitted.gates)
-            if sarif is not None:  # while the bytes are at hand
-                for g in submitted.gates:
-                    sarif.add(name, data, g.policy_ref, g.report)
-            bar.advance(task)
+    try:
+        with Progress(console=err, transient=True, disable=len(names) < 2 or not err.is_terminal) as bar:
+            task = bar.add_task("gating", total=len(names))
+            for name, data in read_inputs(names, failed, fields=fields, mail=options_from(settings)):
+                submitted = gate.submit(data, policies, source=name)
+                rows.extend((name, g) for g in submitted.gates)
+                if sarif is not None:  # while the bytes are at hand
+                    for g in submitted.gates:
+                        sarif.add(name, data, g.policy_ref, g.report)
+                bar.advance(task)
+    finally:
+        gate.close()
     blocked = any(g.status != "allow" for _, g in rows)
     if sarif is not None:
         typer.echo(sarif.dumps())

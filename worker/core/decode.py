@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from worker.core.normalize import (
 )
 from worker.core.payloads import Payload, encoded_runs
 
-__all__ = ["decode_layers", "json_text"]
+__all__ = ["decode_layers", "iter_decoded", "json_text"]
 
 
 _ROT13 = bytes.maketrans(
@@ -72,20 +72,28 @@ def decode_layers(layer: Layer, max_depth: int = 2) -> list[Layer]:
     Encoded runs of one kind are decoded into ONE layer (payloads separated by
     newlines), each payload mapping to its encoded run in the original.
     """
-    found: list[Layer] = []
+    return list(iter_decoded(layer, max_depth))
+
+
+def iter_decoded(layer: Layer, max_depth: int = 2) -> Iterator[Layer]:
+    """:func:`decode_layers` one layer at a time, in the same order (breadth first), holding only
+    the parents still to decode: a scan that drops each layer once read never holds the full-size
+    ROT13 and reversed copies of a window at once."""
     frontier = [layer]
     while frontier:
-        frontier = [
-            child for parent in frontier if parent.depth < max_depth for child in _decode_once(parent)
-        ]
-        found.extend(frontier)
-    return found
+        parents, frontier = frontier, []
+        for parent in parents:
+            if parent.depth >= max_depth:
+                continue
+            for child in _decode_once(parent):
+                yield child
+                if child.depth < max_depth and child.name.rsplit("/", 1)[-1] not in _WHOLE_TEXT:
+                    frontier.append(child)  # ROT13 and reversed text have no children
 
 
-def _decode_once(parent: Layer) -> list[Layer]:
+def _decode_once(parent: Layer) -> Iterator[Layer]:
     last = parent.name.rsplit("/", 1)[-1]
     prefix = "" if parent.depth == 0 else parent.name + "/"
-    children: list[Layer] = []
     if last not in _WHOLE_TEXT:
         by_kind: dict[str, list[Payload]] = {}
         for payload in encoded_runs(parent.data):
@@ -95,19 +103,16 @@ def _decode_once(parent: Layer) -> list[Layer]:
             for _, start, end, decoded in payloads:  # NUL keeps rules from matching across payloads
                 builder.add(b" ".join(decoded.split()) + b"\x00", start, end, False)
             data, pieces = builder.build()
-            children.append(Layer(prefix + kind, data, Compose(pieces, parent.offsets), parent.depth + 1))
+            yield Layer(prefix + kind, data, Compose(pieces, parent.offsets), parent.depth + 1)
         if parent.depth == 0 and (page := _html_text(parent)) is not None:
-            children.append(page)
-        children.append(
-            Layer(prefix + "rot13", parent.flat.translate(_ROT13), parent.offsets, parent.depth + 1)
-        )
+            yield page
+        yield Layer(prefix + "rot13", parent.flat.translate(_ROT13), parent.offsets, parent.depth + 1)
     if (
         last not in _WHOLE_TEXT
     ):  # reversal of a ROT13'd artifact is left out: a full-size layer for a rare trick
         flipped = Reverse(parent.offsets, len(parent.data))
         backwards = np.frombuffer(parent.flat, dtype=np.uint8)[::-1].tobytes()  # 2x faster than [::-1]
-        children.append(Layer(prefix + "reversed", backwards, flipped, parent.depth + 1))
-    return children
+        yield Layer(prefix + "reversed", backwards, flipped, parent.depth + 1)
 
 
 def _rewrite(

@@ -41,6 +41,7 @@ _METADATA = frozenset(
 )
 # First four bytes of the header lines the parser reads (``@@`` lines by their first two).
 _HEADER_HEADS = np.array([int.from_bytes(h, "big") for h in (b"diff", b"new ", b"dele", b"Bina", b"GIT ")])
+_HEADER_FIRST = np.isin(np.arange(256), np.frombuffer(b"dnBG@", dtype=np.uint8))  # their first bytes
 _PATH = re.compile(rb"^(?:---|\+\+\+) (?:\"?[ab]/)?(.*?)\"?(?:\t.*)?$")
 _GIT_HEADER = re.compile(rb"^diff --git \"?a/(.*?)\"? \"?b/(.*?)\"?$")
 _BINARY = re.compile(rb"^Binary files (?:\"?a/)?(.*?)\"? and (?:\"?b/)?(.*?)\"? differ$")
@@ -183,12 +184,14 @@ def _scan_block(data: bytes, lo: int, hi: int) -> tuple[Spans, Spans, Spans]:
         starts, ends = starts[:-1], ends[:-1]
     first = np.where(ends > starts, arr[np.minimum(starts, len(arr) - 1)], 32)
     pairs = _header_pairs(data, lo + starts, first)
-    head = first.astype(np.uint32) << 24
+    maybe = np.flatnonzero(_HEADER_FIRST[first])  # the few lines a header's first byte starts
+    head = first[maybe].astype(np.uint32) << 24
+    line_starts, line_ends = starts[maybe], ends[maybe]
     for k in (1, 2, 3):  # bytes past a line's end read as spaces
-        head |= np.where(ends - starts > k, arr[np.minimum(starts + k, len(arr) - 1)], 32).astype(
-            np.uint32
-        ) << (24 - 8 * k)
-    structural = np.flatnonzero(np.isin(head, _HEADER_HEADS) | (head >> 16 == 0x4040))  # or "@@"
+        head |= np.where(
+            line_ends - line_starts > k, arr[np.minimum(line_starts + k, len(arr) - 1)], 32
+        ).astype(np.uint32) << (24 - 8 * k)
+    structural = maybe[np.isin(head, _HEADER_HEADS) | (head >> 16 == 0x4040)]  # or "@@"
     kind = first.copy()
     kind[pairs] = 0
     headers = lo + starts[np.union1d(structural, pairs[first[pairs] == 45])]
@@ -199,16 +202,17 @@ def _scan_block(data: bytes, lo: int, hi: int) -> tuple[Spans, Spans, Spans]:
     )
 
 
-_MINUS, _PLUS = np.frombuffer(b"--- ", dtype=np.uint8), np.frombuffer(b"+++ ", dtype=np.uint8)
-
-
 def _header_pairs(data: bytes, starts: Spans, first: npt.NDArray[np.uint8]) -> Spans:
     """Line indices of ``--- a`` / ``+++ b`` header pairs (both lines of each pair)."""
     arr = np.frombuffer(data, dtype=np.uint8)
     candidates = np.flatnonzero((first == 45) | (first == 43))
-    heads = arr[np.minimum(starts[candidates, None] + np.arange(4), len(arr) - 1)]
-    minus = candidates[np.all(heads == _MINUS, axis=1)]
-    plus = candidates[np.all(heads == _PLUS, axis=1)]
+    # "--- " or "+++ ", one byte at a time over the lines still in the running: most added and
+    # removed lines are out after their second byte (a 4-byte gather of each was 5 % of real diffs)
+    for k in (1, 2, 3):
+        at = arr[np.minimum(starts[candidates] + k, len(arr) - 1)]
+        candidates = candidates[at == (first[candidates] if k < 3 else 32)]
+    minus = candidates[first[candidates] == 45]
+    plus = candidates[first[candidates] == 43]
     pairs = np.intersect1d(minus + 1, plus)  # a +++ line right after a --- line
     return np.union1d(pairs - 1, pairs).astype(np.int64)
 

@@ -179,13 +179,14 @@ def _collapse(data: bytes) -> tuple[bytes, Ints | None]:
         held = arr[dropped]
         is_break = (held == 10) | (held == 13)
         if is_break.any():  # runs that start blank but hold a break further on
-            index = np.arange(len(dropped))
-            heads = np.maximum.accumulate(np.where(np.diff(dropped, prepend=-2) != 1, index, 0))
-            out[dropped[heads[is_break]] - 1] = 10
+            # where each run's dropped bytes begin (few int arrays: this was the pre-check's peak)
+            blocks = np.flatnonzero(np.diff(dropped, prepend=-2) != 1)
+            heads = blocks[np.searchsorted(blocks, np.flatnonzero(is_break), side="right") - 1]
+            out[dropped[heads] - 1] = 10
         keep = np.ones(len(arr), dtype=bool)
         keep[dropped] = False
         out = out[keep]
-    return out.tobytes(), dropped.astype(np.int64)
+    return out.tobytes(), dropped.astype(np.int64, copy=False)
 
 
 @dataclass

@@ -96,15 +96,16 @@ class Gather:
     """
 
     def __init__(self, dropped: Ints, size: int, base: int = 0) -> None:
-        self.dropped = dropped
         self.kept = size - len(dropped)
         self.base = base
+        self._dropped: Ints | None = dropped
         self._rank: Ints | None = None
 
     def _position(self, index: int) -> int:
         """Original position of the ``index``-th kept byte."""
-        if self._rank is None:  # kept bytes before each dropped one (non-decreasing)
-            self._rank = self.dropped - np.arange(len(self.dropped), dtype=np.int64)
+        if self._rank is None:  # kept bytes before each dropped one (non-decreasing), in place of
+            assert self._dropped is not None  # ``dropped``: one array a layer, not two
+            self._rank, self._dropped = self._dropped - np.arange(len(self._dropped), dtype=np.int64), None
         return index + int(np.searchsorted(self._rank, index, side="right"))
 
     def span(self, start: int, end: int) -> tuple[int, int]:
@@ -132,7 +133,8 @@ class PieceBuilder:
     def build(self) -> tuple[bytes, Pieces]:
         rows = np.array(self._rows, dtype=np.int64).reshape(-1, 4)
         pieces = Pieces(rows[:, 0].copy(), rows[:, 1].copy(), rows[:, 2].copy(), rows[:, 3].astype(bool))
-        return b"".join(self.parts), pieces
+        joined, self.parts = b"".join(self.parts), []  # the parts are not held beside their join
+        return joined, pieces
 
 
 @dataclass(frozen=True)

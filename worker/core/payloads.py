@@ -113,8 +113,10 @@ def _alphabet_runs(data: bytes, arr: npt.NDArray[np.uint8], min_len: int = 20) -
         return []
     starts, ends = _long_runs(_in_base64_alphabet(arr), min_len)
     found: list[Payload] = []
-    hashed = _hash_runs(data, starts, ends)
-    for start, end in zip(starts[~hashed].tolist(), ends[~hashed].tolist(), strict=True):
+    unhashed = ~_hash_runs(data, starts, ends)
+    starts, ends = starts[unhashed], ends[unhashed]
+    maybe = _maybe_text(data, starts.tolist(), ends.tolist())
+    for start, end in zip(starts[maybe].tolist(), ends[maybe].tolist(), strict=True):
         head = data[max(0, start - 120) : start]
         if head.endswith(b";base64,") and _BINARY_URI.search(head):
             continue  # images and fonts inlined as data URIs
@@ -133,6 +135,46 @@ def _alphabet_runs(data: bytes, arr: npt.NDArray[np.uint8], min_len: int = 20) -
             continue
         found.append(("base64", start, end + min(padding, 2), _b64(run)))
     return found
+
+
+_JUNK = np.frombuffer(byte_mask(bytes(sorted(set(range(256)) - set(_PRINTABLE)))), dtype=bool)
+_LETTER = np.frombuffer(byte_mask(_LETTERS), dtype=bool)
+_HEX_OR_BASE32 = b"0123456789abcdefABCDEFGHIJKLMNOPQRSTUVWXYZ"  # deleted: what is left is neither
+_URL_SAFE = bytes.maketrans(b"-_", b"+/")
+
+
+def _maybe_text(data: bytes, starts: list[int], ends: list[int]) -> npt.NDArray[np.bool_]:
+    """False for each run sure to be base64 that does not decode to text (most runs in code are
+    identifiers and paths): its decoded bytes hold too many control bytes or too few letters
+    for ``_textual``. The rest go the per-run path, which decodes them one at a time (it did all
+    of them: 7 % of the pre-check on real diffs).
+
+    A run is "sure to be base64" when it holds a character that is neither hex nor base32 and
+    does not start like a hash prefix (``sha512-``, ``md5-``): the per-run path would decode it as
+    base64 whole. The whole 4-character groups of all such runs are decoded in one call; a run's
+    tail (1 or 2 decoded bytes) is counted as letters and never as junk, so only runs the per-run
+    path would drop are dropped.
+    """
+    maybe = np.ones(len(starts), dtype=bool)
+    runs = [data[s:e] for s, e in zip(starts, ends, strict=True)]
+    sure = [
+        i
+        for i, run in enumerate(runs)
+        if run[:3] not in (b"sha", b"md5") and run.translate(None, _HEX_OR_BASE32)
+    ]
+    if not sure:
+        return maybe
+    whole = [len(runs[i]) // 4 * 4 for i in sure]
+    quanta = b"".join([runs[i][:n] for i, n in zip(sure, whole, strict=True)])
+    decoded = np.frombuffer(binascii.a2b_base64(quanta.translate(_URL_SAFE)), dtype=np.uint8)
+    sizes = np.array(whole, dtype=np.int64) // 4 * 3
+    offsets = np.cumsum(sizes) - sizes
+    junk = np.add.reduceat(_JUNK[decoded], offsets, dtype=np.int64)
+    letters = np.add.reduceat(_LETTER[decoded], offsets, dtype=np.int64)
+    tail = np.array([0, 0, 1, 2], dtype=np.int64)[[len(runs[i]) % 4 for i in sure]]
+    size = sizes + tail
+    maybe[sure] = (junk * 20 <= size) & ((letters + tail) * 4 >= size)
+    return maybe
 
 
 def _mime_bodies(data: bytes) -> list[Payload]:
@@ -189,10 +231,9 @@ def _hash_runs(
     arr = np.frombuffer(data, dtype=np.uint8)
     genuine = np.zeros(len(starts), dtype=bool)
     for head, digits in _HASHES:
-        index = np.minimum(starts[:, None] + np.arange(len(head)), len(arr) - 1)
-        candidates = np.flatnonzero(
-            np.all(arr[index] == head, axis=1) & (ends - starts == len(head) + digits)
-        )
+        sized = np.flatnonzero(ends - starts == len(head) + digits)  # the length first: few runs have it
+        index = np.minimum(starts[sized, None] + np.arange(len(head)), len(arr) - 1)
+        candidates = sized[np.all(arr[index] == head, axis=1)]
         if not len(candidates):
             continue
         aligned = digits - digits % 4  # decode whole quanta only: padding mid-stream would stop the decoder

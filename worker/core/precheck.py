@@ -37,13 +37,13 @@ every byte is seen.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
+from itertools import chain
 from posixpath import basename
 
-from worker.core.decode import decode_layers, json_text
+from worker.core.decode import decode_layers, iter_decoded, json_text
 from worker.core.diff import Diff, parse_diff
 from worker.core.models import Evidence, PrecheckResult, Span
 from worker.core.normalize import Compose, Layer, PieceBuilder, normalize
@@ -188,9 +188,6 @@ def is_transport(layer_name: str) -> bool:
     return all(part in TRANSPORT_LAYERS for part in layer_name.split("/"))
 
 
-_ESCAPE_OR_BACKSLASH = re.compile(rb"(\\\\)|\\[nrt]")
-
-
 def unglue_escapes(chunk: bytes) -> bytes:
     """``\\n``, ``\\r`` and ``\\t`` escapes (two bytes each) -> two spaces; same length, same offsets.
 
@@ -201,36 +198,20 @@ def unglue_escapes(chunk: bytes) -> bytes:
     """
     if b"\\" not in chunk:
         return chunk
-    if b"\\\\" not in chunk:
-        return chunk.replace(b"\\n", b"  ").replace(b"\\r", b"  ").replace(b"\\t", b"  ")
-    return _ESCAPE_OR_BACKSLASH.sub(lambda m: m.group(1) or b"  ", chunk)
+    # Read left to right, an escaped backslash comes first: split on it, and the parts hold no two
+    # backslashes in a row, where each escape is found by a plain replace (a regex calling back
+    # per escape cost 4 % of the pre-check on real diffs).
+    return b"\\\\".join(_unglue(part) for part in chunk.split(b"\\\\"))
+
+
+def _unglue(part: bytes) -> bytes:
+    return part.replace(b"\\n", b"  ").replace(b"\\r", b"  ").replace(b"\\t", b"  ")
 
 
 def _scan_window(
     data: bytes, start: int, end: int, diff: Diff | None, rulesets: Sequence[CompiledRuleset], scan: Scan
 ) -> None:
-    window = unglue_escapes(data[start:end])  # once: the text and the added lines read the same bytes
-    main = normalize(window, base=start)
-    for name, span in main.signals.items():
-        scan.signals.setdefault(name, span)
-    text = Layer("text", main.data, main.offsets)
-    layers = [(text, "text")]
-    if diff is not None:
-        layers.append((_added_layer(window, start, end, diff), "added"))
-        if (literals := _literal_layer(window, start, end, diff)) is not None:
-            layers.append((literals, "prose"))
-    if data[:64].lstrip()[:1] in (b"{", b"[") and (strings := json_text(text)) is not None:
-        layers.append((strings, "transport"))  # a JSON artifact: its strings as they read
-    for layer in decode_layers(text) + [d for h in main.hidden for d in (h, *decode_layers(h))]:
-        if is_transport(layer.name):
-            layers.append((layer, "transport"))
-            continue
-        layers.append((layer, "decoded"))
-        kind = next(part for part in layer.name.split("/") if part not in TRANSPORT_LAYERS)
-        signal = "decoded-" + kind
-        if kind not in ("rot13", "reversed") and layer.data and signal not in scan.signals:
-            scan.signals[signal] = layer.offsets.span(0, 1)  # mapped only the first time
-    for layer, kind in layers:
+    for layer, kind in _layers(data, start, end, diff, scan):
         scopes = _SCOPES[kind, diff is not None]
 
         def wanted(rule: Rule, scopes: frozenset[str] = scopes) -> bool:  # no start search for the rest
@@ -240,6 +221,34 @@ def _scan_window(
             _record(ruleset.flat.scan(layer.flat, layer.data, wanted), layer, scopes, scan, diff)
             if kind != "decoded":  # line-anchored rules need the lines a decoded layer no longer has
                 _record(ruleset.lines.scan(layer.data, wanted=wanted), layer, scopes, scan, diff)
+
+
+def _layers(data: bytes, start: int, end: int, diff: Diff | None, scan: Scan) -> Iterator[tuple[Layer, str]]:
+    """The layers of ``data[start:end]`` and their kinds, in scan order, each built when the scan
+    asks for it (and dropped once read: a window's layers all at once were ~16 bytes per byte);
+    records the signals normalization and decoding notice on the way."""
+    window = unglue_escapes(data[start:end])  # once: the text and the added lines read the same bytes
+    main = normalize(window, base=start)
+    for name, span in main.signals.items():
+        scan.signals.setdefault(name, span)
+    text = Layer("text", main.data, main.offsets)
+    yield text, "text"
+    if diff is not None:
+        yield _added_layer(window, start, end, diff), "added"
+        if (literals := _literal_layer(window, start, end, diff)) is not None:
+            yield literals, "prose"
+    del window
+    if data[:64].lstrip()[:1] in (b"{", b"[") and (strings := json_text(text)) is not None:
+        yield strings, "transport"  # a JSON artifact: its strings as they read
+    for layer in chain(iter_decoded(text), *((h, *decode_layers(h)) for h in main.hidden)):
+        if is_transport(layer.name):
+            yield layer, "transport"
+            continue
+        kind = next(part for part in layer.name.split("/") if part not in TRANSPORT_LAYERS)
+        signal = "decoded-" + kind
+        if kind not in ("rot13", "reversed") and layer.data and signal not in scan.signals:
+            scan.signals[signal] = layer.offsets.span(0, 1)  # mapped only the first time
+        yield layer, "decoded"
 
 
 def _record(hits: Iterator[Hit], layer: Layer, scopes: frozenset[str], scan: Scan, diff: Diff | None) -> None:

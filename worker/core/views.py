@@ -18,6 +18,8 @@ from worker.core.diff import parse_diff
 from worker.core.mail import decoded_text_parts
 from worker.core.prose import diff_prose
 
+View = bytes | bytearray  # a view as built (the prose view is the buffer it was gathered in)
+
 RAW, ADDED, PROSE, DECODED = "raw", "added", "prose", "decoded:"
 
 
@@ -36,18 +38,18 @@ def added_view(data: bytes) -> bytes:
     return b"".join(pieces)
 
 
-def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) -> list[tuple[str, bytes]]:
+def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) -> list[tuple[str, View]]:
     """Every view a windowed model reads, by name: the raw bytes (or, ``added_only``, the diff
     without its removed lines), each decoded e-mail text part and, with ``prose``, a diff's prose."""
     first = added_view(data) if added_only else data
-    views = [(RAW if first is data else ADDED, first)]
+    views: list[tuple[str, View]] = [(RAW if first is data else ADDED, first)]
     views += [(f"{DECODED}{i}", part) for i, part in enumerate(decoded_text_parts(data))]
     if prose and (text := diff_prose(data)):
         views.append((PROSE, text))
     return views
 
 
-def view_bytes(data: bytes, view: str) -> bytes | None:
+def view_bytes(data: bytes, view: str) -> View | None:
     """The view named ``view`` of ``data`` (as :func:`scanned_views` names it); ``None`` for a
     name this version does not know or a part the artifact does not have."""
     if view == RAW:

@@ -40,12 +40,18 @@ def submit_artifact(
     gate and enqueues nothing. Each new gate is enqueued on its own. A step that runs in this
     process while ``enqueue`` does (the embedded gate) reads ``data`` itself, not a copy from
     the store (:meth:`CachedReader.lending`).
+
+    The rows are committed (visible) before the messages go out and durable before this
+    returns, but the wait for the durable flush (a disk sync, ~3 ms) runs while the worker
+    already starts on the gate, not before it (``GateRepo.register(durable=False)``).
     """
-    submitted = store_and_register(rt, data, policies, source)
+    submitted = store_and_register(rt, data, policies, source, durable=False)
     with rt.reader.lending(submitted.gates[0].object_key, data):
         for gate, is_new in zip(submitted.gates, submitted.created, strict=True):
             if is_new:
                 enqueue(gate.id)
+    if any(submitted.created):
+        rt.repo.confirm_durable(submitted.submission.id)
     return finish_intake(rt, [submitted])[0]
 
 
@@ -80,8 +86,11 @@ def submit_many(
     return finish_intake(rt, out)
 
 
-def store_and_register(rt: Runtime, data: bytes, policies: Sequence[str], source: str = "") -> Submitted:
-    """Bytes to the store (once per sha256), then one gate per policy and the submission row."""
+def store_and_register(
+    rt: Runtime, data: bytes, policies: Sequence[str], source: str = "", durable: bool = True
+) -> Submitted:
+    """Bytes to the store (once per sha256), then one gate per policy and the submission row
+    (``durable=False``: see ``submit_artifact``)."""
     if not policies:
         raise ValueError("at least one policy is required")
     started = time.perf_counter()
@@ -105,7 +114,7 @@ def store_and_register(rt: Runtime, data: bytes, policies: Sequence[str], source
         )
         for ref, policy in loaded
     ]
-    gates, created, submission = rt.repo.register(fresh, actor=f"producer:{rt.actor}")
+    gates, created, submission = rt.repo.register(fresh, actor=f"producer:{rt.actor}", durable=durable)
     stage_metrics.observe("intake", time.perf_counter() - started)
     return Submitted(submission, gates, created, source)
 

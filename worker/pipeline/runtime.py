@@ -72,6 +72,12 @@ def build_runtime(settings: Settings, role: str = "worker") -> Runtime:
 _BUILD = threading.Lock()
 
 
+def attach_runtime(app: Any, rt: Runtime) -> None:
+    """Make ``rt`` the runtime of ``app`` in this process (the embedded gate builds its runtime
+    before its app, and only builds the app when a gate must run)."""
+    app._canary_runtime = (os.getpid(), rt)
+
+
 def runtime_for(app: Any) -> Runtime:
     """The runtime of ``app`` in this process (rebuilt in each forked child).
 

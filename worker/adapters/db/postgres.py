@@ -28,7 +28,8 @@ def autocommit_engine(engine: Engine) -> Engine:
     published (the sweeper republishes it; consumers de-duplicate by message id). WAL is flushed
     in order, so the next synchronous commit (a decision, an intake) makes every earlier one
     durable too: no later state survives without them. Never for a write that must be durable
-    before something external happens (intake, decisions)."""
+    before something external happens (decisions, a producer told its gate exists: a lone intake
+    writes here and then waits on ``confirm_durable`` before it returns, see ``register_new``)."""
     return create_engine(
         engine.url,
         pool_size=2,
@@ -147,8 +148,12 @@ def register_new(
     engine: Engine, gates: Sequence[Gate], submission: Submission, actor: str, now: datetime
 ) -> set[str]:
     """``GateRepo.register`` when every gate is new: the gates, their ``submitted`` audit rows and
-    the submission in one statement, committed (synchronously: intake is durable before its
-    message is sent) in one round trip instead of BEGIN, one INSERT per table and COMMIT.
+    the submission in one statement, committed in one round trip instead of BEGIN, one INSERT per
+    table and COMMIT. Durable on return on the main engine; on ``autocommit_engine`` (a lone
+    intake) committed and visible without waiting for the WAL flush, made durable by
+    ``confirm_durable`` before the producer returns (its message may go out meanwhile: a worker
+    finds the row, and a crash that took the row before the flush leaves a message the worker
+    skips, for a submission its producer was never told exists).
 
     Nothing is written when a row for the same bytes and policy is already visible (returns the
     empty set: the caller takes the portable path). A concurrent producer committing the same
@@ -196,3 +201,13 @@ def register_new(
     )
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         return set(conn.execute(stmt, params).scalars())
+
+
+def confirm_durable(engine: Engine, submission_id: str) -> None:
+    """Wait until everything this database committed so far is flushed, a lone intake's rows
+    included: one synchronous commit of a write that changes nothing (the submission's own
+    ``published`` set to itself). WAL is flushed in order, so its commit flushes every earlier
+    one; a transaction that writes nothing would not wait for the flush."""
+    stmt = text("UPDATE submissions SET published = published WHERE id = :sid")
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(stmt, {"sid": submission_id})

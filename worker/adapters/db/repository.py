@@ -56,9 +56,15 @@ class GateRepo(GateGauges, GateReads):
         session.add(AuditEvent(gate_id=gate_id, event=what, actor=actor, detail=detail[:500]))
 
     @translated
-    def register(self, gates: Sequence[Gate], actor: str) -> tuple[list[Gate], list[bool], Submission]:
+    def register(
+        self, gates: Sequence[Gate], actor: str, durable: bool = True
+    ) -> tuple[list[Gate], list[bool], Submission]:
         """Intake in one transaction: each gate inserted (or the existing one for the same bytes and
         policy returned), the audit rows, and the submission that groups them.
+
+        ``durable=False``: on Postgres, new gates are committed without waiting for the WAL
+        flush (visible at once); the caller sends its messages, then calls ``confirm_durable``
+        before it tells anyone the gates exist. Elsewhere it changes nothing.
 
         ``INSERT … ON CONFLICT DO NOTHING`` keeps concurrent producers of the same bytes apart
         without a failed statement; the loser reads the winner's row in the same transaction.
@@ -72,7 +78,8 @@ class GateRepo(GateGauges, GateReads):
         sub = Submission(sha256=gates[0].sha256, gate_ids=json.dumps([g.id for g in gates]))
         ours: set[str] = set()  # inserted (and audited) by the one-statement path already
         if self._locks and gates:
-            ours = postgres.register_new(self.engine, gates, sub, actor, utcnow())
+            engine = self.engine if durable else self.autocommit_engine
+            ours = postgres.register_new(engine, gates, sub, actor, utcnow())
             if len(ours) == len(gates):
                 return list(gates), [True] * len(gates), sub
         with self.engine.begin() as conn:
@@ -113,6 +120,13 @@ class GateRepo(GateGauges, GateReads):
                 )
             )
         return out, created, sub
+
+    @translated
+    def confirm_durable(self, submission_id: str) -> None:
+        """Return once ``register(..., durable=False)``'s rows are flushed (Postgres; elsewhere
+        every commit already is)."""
+        if self._locks:
+            postgres.confirm_durable(self.engine, submission_id)
 
     @translated
     def get(self, gate_id: str) -> Gate | None:

@@ -30,7 +30,7 @@ from worker.core.errors import ConfigError, DetectorError
 from worker.core.models import Answer, Coverage, ErrorKind, ScoredWindow, Verdict
 from worker.core.policy import HarmPolicy
 from worker.core.segment import coverage_of, segment_spans
-from worker.core.views import scanned_views
+from worker.core.views import View, scanned_views
 from worker.detectors.local.scan_statistic import WindowNull
 
 T = TypeVar("T")
@@ -194,7 +194,7 @@ def scored_answer(
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
 
 
-def _view_windows(view: bytes, model: WindowedModel) -> Iterator[tuple[tuple[int, int], str]]:
+def _view_windows(view: View, model: WindowedModel) -> Iterator[tuple[tuple[int, int], str]]:
     """Each window of ``view`` with its text, one at a time (the spans of a 100 MB artifact as a
     list were 0.3 bytes per byte)."""
     for start, end in segment_spans(len(view), model.window, model.overlap):
