@@ -82,7 +82,7 @@ def release_slices(rng: random.Random, data: bytes) -> list[tuple[str, bytes]]:
     """``(view, slice)``: ``SLICES_PER_VIEW`` slices of the diff and of the prose it adds."""
     low, high = SLICE_BYTES
     out = []
-    for view, text in (("diff", data), ("prose", diff_prose(data))):
+    for view, text in (("diff", data), ("prose", bytes(diff_prose(data)))):
         if not text.strip():
             continue
         for _ in range(SLICES_PER_VIEW if len(text) > high else 1):
