@@ -105,10 +105,20 @@ def test_policy_dissent_accepts_local_detectors():
 
 def test_shipped_malicious_package_policy_reviews_a_confident_lexical_minority():
     """Under the shipped malicious-package policy a lexical vote at 0.995 outvoted goes to review,
-    a semantic one does not; the prompt-injection policy has no dissent."""
+    a semantic one does not."""
     package = load_policy("malicious-package")
     names = [d.name for d in package.quorum.detectors]
     assert decide_quorum(CLEAN, split(0.995), 2, names, package.quorum.dissent)[0] == "review"
     semantic = [vote("rules", "harmless"), vote("lexical", "harmless"), vote("semantic", "harmful", 0.999)]
     assert decide_quorum(CLEAN, semantic, 2, names, package.quorum.dissent)[0] == "allow"
-    assert load_policy("prompt-injection").quorum.dissent == {}
+
+
+def test_shipped_prompt_injection_policy_reviews_only_a_very_confident_lexical_minority():
+    """Under the shipped prompt-injection policy an outvoted lexical vote goes to review at 0.9995,
+    not at 0.995; a semantic one never does."""
+    injection = load_policy("prompt-injection")
+    names = [d.name for d in injection.quorum.detectors]
+    assert decide_quorum(CLEAN, split(0.9995), 2, names, injection.quorum.dissent)[0] == "review"
+    assert decide_quorum(CLEAN, split(0.995), 2, names, injection.quorum.dissent)[0] == "allow"
+    semantic = [vote("rules", "harmless"), vote("lexical", "harmless"), vote("semantic", "harmful", 0.99999)]
+    assert decide_quorum(CLEAN, semantic, 2, names, injection.quorum.dissent)[0] == "allow"
