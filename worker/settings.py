@@ -116,16 +116,19 @@ class Settings(BaseSettings):
         return self
 
     @property
-    def compiled_cache_dir(self) -> Path | None:
-        """Where compiled rule databases are kept, or None when the cache is off."""
-        if not self.compiled_cache:
-            return None
+    def cache_root(self) -> Path:
+        """``CANARY_CACHE_DIR``, else ``$XDG_CACHE_HOME/canary`` (``~/.cache/canary``)."""
         if self.cache_dir is not None:
-            return self.cache_dir / "hyperscan"
+            return self.cache_dir
         import os
 
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        return Path(base) / "canary" / "hyperscan"
+        return Path(base) / "canary"
+
+    @property
+    def compiled_cache_dir(self) -> Path | None:
+        """Where compiled rule databases are kept, or None when the cache is off."""
+        return self.cache_root / "hyperscan" if self.compiled_cache else None
 
     @property
     def embedded(self) -> bool:

@@ -85,7 +85,7 @@ def _keep_oof(policy: str, train: Corpus, oof: dict[str, np.ndarray]) -> None:
     quorum thresholds can be re-chosen (``worker.training.ensemble``) without an hour of CV."""
     from worker.settings import Settings
 
-    folder = (Settings.load().cache_dir or Path.home() / ".cache" / "canary") / "training"
+    folder = Settings.load().cache_root / "training"
     folder.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, np.ndarray] = {
         "ids": np.asarray(train.ids),
