@@ -66,14 +66,7 @@ def _language(rng: random.Random) -> str:
 
 
 def _slice(rng: random.Random, text: str, size: int) -> str:
-    data = text.encode("utf-8")
-    if len(data) <= size:
-        return text
-    start = rng.randrange(len(data) - size)
-    start = data.rfind(b"\n", 0, start) + 1
-    end = data.rfind(b"\n", start, start + size)
-    end = end if end > start else start + size
-    return data[start:end].decode("utf-8", "ignore")
+    return releases.line_slice(rng, text.encode("utf-8"), size).decode("utf-8", "ignore")
 
 
 def _record(
