@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+from unittest import mock
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import worker.core.diff as diff_module
 from worker.core.diff import is_manifest, is_package_metadata, parse_diff
 
 RELEASE = b"""diff --git a/package.json b/package.json
@@ -174,3 +179,87 @@ def test_new_binaries():
 def test_manifest_and_metadata_paths(path, manifest, metadata):
     """Install manifests (incl. .pth files) and package metadata are recognized by path."""
     assert (is_manifest(path), is_package_metadata(path)) == (manifest, metadata)
+
+
+DIFF_LINES = [
+    "diff --git a/x.py b/x.py",
+    "diff",
+    "dif",
+    "--- a/x.py",
+    "+++ b/x.py",
+    "--- ",
+    "+++ ",
+    "---",
+    "+++",
+    "-- ",
+    "++ ",
+    "+",
+    "-",
+    "++",
+    "--",
+    "+added",
+    "-removed",
+    " context",
+    "",
+    "@@ -1 +1,2 @@",
+    "@@",
+    "@",
+    "new file mode 100644",
+    "new",
+    "ne",
+    "new\r",
+    "GIT binary patch",
+    "GIT",
+    "deleted file mode 100644",
+    "dele",
+    "Binary files a/x and b/y differ",
+    "Bina",
+    "+++ /dev/null",
+    "--- /dev/null",
+    "+--- not a header",
+]
+line_soups = st.tuples(
+    st.lists(st.sampled_from(DIFF_LINES), max_size=40).map("\n".join), st.sampled_from(["", "\n", "\n\n"])
+).map(lambda parts: (parts[0] + parts[1]).encode())
+
+
+@settings(max_examples=400, deadline=None)
+@given(line_soups)
+def test_small_diffs_classify_their_lines_as_the_block_scan_does(data):
+    """The regex scan of a small diff finds the header lines and added/removed runs the numpy scan finds."""
+    small = diff_module._scan_small(data)
+    block = diff_module._scan_block(data, 0, len(data))
+    for got, expected in zip(small, block, strict=True):
+        assert got.dtype == expected.dtype and got.tolist() == expected.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(line_soups)
+def test_small_diffs_parse_as_large_ones_do(data):
+    """A diff under the small-diff size parses to the same files and runs as through the block scan."""
+    small = parse_diff(data)
+    with mock.patch.object(diff_module, "SMALL_DIFF", -1):
+        block = parse_diff(data)
+    assert (small is None) == (block is None)
+    if small is not None and block is not None:
+        assert small.files == block.files
+        assert (small.added.tolist(), small.removed.tolist()) == (
+            block.added.tolist(),
+            block.removed.tolist(),
+        )
+
+
+def test_a_header_pair_inside_a_run_splits_it():
+    """A ---/+++ pair between removed and added lines is no removed or added line itself."""
+    data = b"diff --git a/x b/x\n-old\n--- a/x\n+++ b/x\n+new\n"
+    diff = parse_diff(data)
+    assert diff is not None and diff.added.tolist() == [[len(data) - 5, len(data)]]
+    assert diff.removed.tolist() == [[19, 24]]
+
+
+def test_a_diff_knows_which_globs_its_files_match():
+    """Rules restricted to files are asked about a diff only if one of its files matches, by path or name."""
+    diff = parse_diff(RELEASE)
+    assert diff is not None
+    assert diff.has_file(("package.json",)) and diff.has_file(("src/*.py",)) and diff.has_file(("*.py",))
+    assert not diff.has_file(("extconf.rb", "*.gemspec"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -37,3 +39,37 @@ def test_one_pass_agrees_with_searching_each_literal(pieces):
 def test_the_decoders_gates_are_the_literals_it_asks_about():
     """Every literal the decoder gates on is in its set (a missing one would never be reported)."""
     assert set(_GATES.literals) >= {b"ase64", b"\\", b"fromCharCode", b"[", b" 0110", b"=\n"}
+
+
+@pytest.mark.parametrize("use_hyperscan", [pytest.param(True, marks=needs_hyperscan), False])
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b"content-",
+                b"CONTENT-",
+                b"Transfer-",
+                b"transfer-",
+                b"encoding:",
+                b"ENCODING:",
+                b"x",
+                b"-",
+                b"\n",
+            ]
+        ),
+        max_size=12,
+    )
+)
+def test_a_caseless_set_finds_what_a_caseless_regex_finds(use_hyperscan, pieces):
+    """A caseless set reports a literal in any mix of cases, as ``re.IGNORECASE`` finds it, and no other."""
+    data = b"".join(pieces)
+    literal = b"content-transfer-encoding:"
+    found = LiteralSet((literal,), use_hyperscan=use_hyperscan, caseless=True).present(data)
+    assert found == ({literal} if re.search(re.escape(literal), data, re.IGNORECASE) else set())
+
+
+def test_a_caseless_set_is_not_fooled_by_a_near_miss():
+    """A header cut short or spelled otherwise is not reported."""
+    gate = LiteralSet((b"content-transfer-encoding:",), caseless=True)
+    assert gate.present(b"Content-Transfer-Encoding: base64") == {b"content-transfer-encoding:"}
+    assert gate.present(b"Content-Transfer-Encodin: base64\ncontent_transfer_encoding:") == frozenset()

@@ -1,8 +1,9 @@
 """The pre-check's vectorized fast paths give exactly what plain per-byte reference code gives.
 
 Each fast path (whitespace collapse and its span map, base64-alphabet runs, %XX
-clusters, skipping discarded rules before their start search) has a slow,
-obviously-correct twin here. The end-to-end property swaps all twins in and
+clusters, skipping discarded rules before their start search, the start search
+from a rule's longest match, layers and matchers no rule reads, small diffs
+classified by regexes, hash and MIME gates) has a slow, obviously-correct twin here. The end-to-end property swaps all twins in and
 asks for the same verdict, score, evidence (rule id, byte span, layer) and
 signals on generated artifacts: ASCII, mixed Unicode, confusables, invisible
 characters, encoded payloads, and diffs, scanned whole and in small windows.
@@ -21,11 +22,13 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import worker.core.diff as diff_module
 import worker.core.normalize as normalize
 import worker.core.payloads as payloads
 import worker.core.precheck as precheck
 import worker.core.prose as prose
 from policies.loader import load_policy, load_ruleset
+from tests.core.test_precheck_twins import reference_hash_runs, reference_search_from
 from worker.core.precheck import run_precheck, scan_rules
 from worker.core.ruleset import Matcher, Rule
 
@@ -125,6 +128,18 @@ def scan_every_rule(self: Matcher, data: bytes, lines: bytes | None = None, want
     return _MATCHER_SCAN(self, data, lines)
 
 
+def every_layer_read(rule_scopes: frozenset[str], layer_scopes: frozenset[str]) -> bool:
+    """Every layer built, and scanned with every matcher (the scope filter after the hit decides)."""
+    return True
+
+
+class EveryMimeHeader:
+    """A MIME gate that lets every layer through to the MIME regex."""
+
+    def present(self, data: bytes) -> frozenset[bytes]:
+        return frozenset({b"content-transfer-encoding:"})
+
+
 def slow_paths() -> ExitStack:
     """Swap every fast path for its slow twin."""
     stack = ExitStack()
@@ -137,6 +152,11 @@ def slow_paths() -> ExitStack:
     stack.enter_context(mock.patch.object(payloads, "_maybe_text", every_run_maybe_text))
     stack.enter_context(mock.patch.object(precheck, "unglue_escapes", reference_unglue))
     stack.enter_context(mock.patch.object(precheck, "sentence_spans", reference_sentence_spans))
+    stack.enter_context(mock.patch.object(Matcher, "_search_from", reference_search_from))
+    stack.enter_context(mock.patch.object(precheck, "_reads", every_layer_read))
+    stack.enter_context(mock.patch.object(diff_module, "SMALL_DIFF", -1))
+    stack.enter_context(mock.patch.object(payloads, "_MIME_GATE", EveryMimeHeader()))
+    stack.enter_context(mock.patch.object(payloads, "_hash_runs", reference_hash_runs))
     return stack
 
 

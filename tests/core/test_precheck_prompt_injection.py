@@ -810,7 +810,7 @@ def test_flat_rules_with_a_line_break_alternative_load(pattern):
     """Flat rules whose line break has an alternative load."""
     # A class with another member than line breaks, a negated class, an escaped backslash before an 'n'.
     spec = Ruleset(id="t", version="1", rules=(Rule(id="pi.t", description="d", weight=1, pattern=pattern),))
-    assert compile_ruleset(spec, "re").flat.rules[0].pattern == pattern
+    assert compile_ruleset(spec, "re").flat[0].rules[0].pattern == pattern
 
 
 def test_unknown_ruleset_is_a_config_error():

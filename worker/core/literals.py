@@ -30,8 +30,9 @@ def scan(database: Any, local: threading.local, data: bytes, on_match: Callable[
 class LiteralSet:
     """A set of byte literals, compiled once (lazily, on first use) into one Hyperscan database."""
 
-    def __init__(self, literals: Sequence[bytes], use_hyperscan: bool = True) -> None:
+    def __init__(self, literals: Sequence[bytes], use_hyperscan: bool = True, caseless: bool = False) -> None:
         self.literals = tuple(literals)
+        self.caseless = caseless  # ASCII letters match either case, as ``re.IGNORECASE`` on bytes
         self._use_hyperscan = use_hyperscan and hyperscan is not None and bool(self.literals)
         self._db: Any = None
         self._lock = threading.Lock()
@@ -40,7 +41,12 @@ class LiteralSet:
     def present(self, data: bytes) -> frozenset[bytes]:
         """The literals that occur in ``data``."""
         if not self._use_hyperscan or not data:
-            return frozenset(literal for literal in self.literals if literal in data)
+            folded = data.lower() if self.caseless else data
+            return frozenset(
+                literal
+                for literal in self.literals
+                if (literal.lower() if self.caseless else literal) in folded
+            )
         found: set[int] = set()
 
         def collect(index: int, _from: int, _to: int, _flags: int, _ctx: object) -> None:
@@ -58,7 +64,8 @@ class LiteralSet:
                         expressions=list(self.literals),
                         ids=list(range(len(self.literals))),
                         elements=len(self.literals),
-                        flags=hyperscan.HS_FLAG_SINGLEMATCH,
+                        flags=hyperscan.HS_FLAG_SINGLEMATCH
+                        | (hyperscan.HS_FLAG_CASELESS if self.caseless else 0),
                         literal=True,
                     )
                     self._db = database

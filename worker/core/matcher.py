@@ -2,14 +2,15 @@
 
 A :class:`Matcher` is a single Hyperscan database when Hyperscan is importable, else one
 combined Python regex (same answers, slower). Hyperscan says which rules match and where each
-first match ends; the rule's Python regex then reads the match from :data:`MAX_MATCH` bytes
-before that end, so both engines report the same spans. Rules with a post-filter
+first match ends; the rule's Python regex then reads the match from the pattern's longest match
+(at most :data:`MAX_MATCH` bytes) before that end, so both engines report the same spans. Rules with a post-filter
 (``min_entropy``, ``unquoted``, ``unless``, ``not_after``, ``not_before``) try their first
 matches in order until one passes, the others take their first.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 import threading
@@ -32,6 +33,7 @@ Hit = tuple[Rule, int, int]
 _CANDIDATES = 64  # filtered rules (min_entropy) try at most this many matches per layer
 # A pattern that is one character class repeated exactly N times ("[A-Za-z0-9+/=]{240}").
 _RUN_PATTERN = re.compile(rb"(\[(?:[^\]\\\[]|\\.)+\])\{([1-9][0-9]*)\}")
+_PARSER: Any = importlib.import_module("re._parser")  # what ``re`` compiles with (``sre_parse``)
 
 
 class Matcher:
@@ -43,6 +45,8 @@ class Matcher:
         if engine == "hyperscan" and hyperscan is None:
             raise ConfigError("hyperscan is not installed")
         self.regexes = _Regexes(self.rules)
+        self.scopes = frozenset(r.scope for r in self.rules)
+        self._reach: dict[int, int] = {}
         if self.engine == "re":
             self.regexes.compile_all()
         self._runs = {i: run for i, r in enumerate(self.rules) if (run := _run_of(r)) is not None}
@@ -101,9 +105,7 @@ class Matcher:
         scan(self._db, self._local, data, collect)
         for index, end in first_end.items():
             if wanted is None or wanted(self.rules[index]):
-                # No match is longer than MAX_MATCH, so none starts before end - MAX_MATCH: from
-                # there re finds the same matches, in the same order, as from the start.
-                yield from self._first_passing(index, data, context, max(0, end - MAX_MATCH))
+                yield from self._first_passing(index, data, context, self._search_from(index, end))
 
     def _scan_re(self, data: bytes, context: bytes, wanted: Callable[[Rule], bool] | None) -> Iterator[Hit]:
         """Fallback: one combined regex of the rules not hit yet, restarted after each hit.
@@ -124,6 +126,19 @@ class Matcher:
         for index, rule in enumerate(self.rules):
             if rule.filtered and keep(rule):
                 yield from self._first_passing(index, data, context, 0)
+
+    def _search_from(self, index: int, end: int) -> int:
+        """Where ``re`` starts looking for the rule's matches, given where Hyperscan says its first
+        match ends: the pattern's longest match (at most MAX_MATCH) before that end.
+
+        Every match ends at or after ``end`` and is no longer than that reach, so none starts
+        before: from there ``re`` finds the same matches, in the same order, as from the start.
+        Most rules match a few dozen bytes at most; each hit cost a search of MAX_MATCH bytes.
+        """
+        reach = self._reach.get(index)
+        if reach is None:
+            reach = self._reach[index] = _longest_match(self.rules[index])
+        return max(0, end - reach)
 
     def _first_passing(self, index: int, data: bytes, context: bytes, start: int) -> Iterator[Hit]:
         """The rule's first match from ``start`` that passes its post-filters (of its first few)."""
@@ -203,6 +218,15 @@ def _run_of(rule: Rule) -> tuple[re.Pattern[bytes], re.Pattern[bytes], int] | No
         re.compile(b"(?<!%s)%s{%d,}" % (members, members, length), flags),
         length,
     )
+
+
+def _longest_match(rule: Rule) -> int:
+    """The longest match of the rule's pattern, capped at MAX_MATCH (MAX_MATCH if unknown)."""
+    try:
+        longest = int(_PARSER.parse((rule.pattern or "").encode(), _re_flags(rule)).getwidth()[1])
+    except Exception:  # noqa: BLE001 - a parser that changed shape: the safe, slow reach
+        return MAX_MATCH
+    return min(MAX_MATCH, longest)
 
 
 def _re_flags(rule: Rule) -> re.RegexFlag:

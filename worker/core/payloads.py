@@ -78,12 +78,18 @@ _GATES = LiteralSet(
 )
 
 
+# A MIME part's header, in any case: the MIME regex (case-insensitive, so without a literal to jump
+# to) read every byte of every layer that says "base64" (code does), about 15 us per KB.
+_MIME_GATE = LiteralSet((b"content-transfer-encoding:",), caseless=True)
+
+
 def encoded_runs(data: bytes) -> list[Payload]:
     """Every encoded run in ``data`` that decodes to text."""
     arr = np.frombuffer(data, dtype=np.uint8)
     runs = _alphabet_runs(data, arr)
     gates = _GATES.present(data)  # the regexes below then jump between their literal prefixes
-    if b"ase64" in gates and (bodies := _mime_bodies(data)):  # a MIME body is read whole, not line by line
+    # a MIME body is read whole, not line by line
+    if b"ase64" in gates and _MIME_GATE.present(data) and (bodies := _mime_bodies(data)):
         runs = [r for r in runs if not any(b[1] <= r[1] < b[2] for b in bodies)] + bodies
     percents = np.flatnonzero(arr == 37)  # '%'
     if len(percents) >= 4:
@@ -214,7 +220,7 @@ def _long_runs(
     return at[firsts].astype(np.int64), (at[lasts] + length).astype(np.int64)
 
 
-_HASHES = [(np.frombuffer(prefix, dtype=np.uint8), digits) for prefix, digits in _HASH_PREFIXES]
+_HASHES = [(prefix, np.frombuffer(prefix, dtype=np.uint8), digits) for prefix, digits in _HASH_PREFIXES]
 _CONTROL_BYTE = np.frombuffer(byte_mask(bytes(range(9)) + bytes(range(11, 32)) + b"\x7f"), dtype=bool)
 
 
@@ -230,7 +236,9 @@ def _hash_runs(
     """
     arr = np.frombuffer(data, dtype=np.uint8)
     genuine = np.zeros(len(starts), dtype=bool)
-    for head, digits in _HASHES:
+    for prefix, head, digits in _HASHES:
+        if prefix not in data:  # no run starts with it (one search: the batch below is ~20 us)
+            continue
         sized = np.flatnonzero(ends - starts == len(head) + digits)  # the length first: few runs have it
         index = np.minimum(starts[sized, None] + np.arange(len(head)), len(arr) - 1)
         candidates = sized[np.all(arr[index] == head, axis=1)]

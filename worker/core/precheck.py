@@ -39,12 +39,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from fnmatch import fnmatch
 from itertools import chain
-from posixpath import basename
 
 from worker.core.decode import decode_layers, iter_decoded, json_text
-from worker.core.diff import Diff, parse_diff
+from worker.core.diff import Diff, parse_diff, path_matches
 from worker.core.models import Evidence, PrecheckResult, Span
 from worker.core.normalize import Compose, Layer, PieceBuilder, normalize
 from worker.core.policy import HarmPolicy
@@ -211,22 +209,42 @@ def _unglue(part: bytes) -> bytes:
 def _scan_window(
     data: bytes, start: int, end: int, diff: Diff | None, rulesets: Sequence[CompiledRuleset], scan: Scan
 ) -> None:
-    for layer, kind in _layers(data, start, end, diff, scan):
+    read = frozenset(chain.from_iterable(r.scopes for r in rulesets))
+    for layer, kind in _layers(data, start, end, diff, scan, read):
         scopes = _SCOPES[kind, diff is not None]
 
         def wanted(rule: Rule, scopes: frozenset[str] = scopes) -> bool:  # no start search for the rest
-            return rule.id not in scan.evidence and rule.scope in scopes
+            return (
+                rule.id not in scan.evidence
+                and rule.scope in scopes
+                and (diff is None or not rule.files or diff.has_file(rule.files))
+            )
 
-        for ruleset in rulesets:
-            _record(ruleset.flat.scan(layer.flat, layer.data, wanted), layer, scopes, scan, diff)
-            if kind != "decoded":  # line-anchored rules need the lines a decoded layer no longer has
-                _record(ruleset.lines.scan(layer.data, wanted=wanted), layer, scopes, scan, diff)
+        for ruleset in rulesets:  # each matcher holds one scope's rules: only those that read the layer
+            for matcher in ruleset.flat:
+                if _reads(matcher.scopes, scopes):
+                    _record(matcher.scan(layer.flat, layer.data, wanted), layer, scopes, scan, diff)
+            if kind == "decoded":  # line-anchored rules need the lines a decoded layer no longer has
+                continue
+            for matcher in ruleset.lines:
+                if _reads(matcher.scopes, scopes):
+                    _record(matcher.scan(layer.data, wanted=wanted), layer, scopes, scan, diff)
 
 
-def _layers(data: bytes, start: int, end: int, diff: Diff | None, scan: Scan) -> Iterator[tuple[Layer, str]]:
+def _reads(rule_scopes: frozenset[str], layer_scopes: frozenset[str]) -> bool:
+    """Whether rules of ``rule_scopes`` read a layer that rules of ``layer_scopes`` read: a layer no
+    rule reads is neither built nor scanned (under malicious-package every rule but two reads a
+    diff's added lines only, and its whole text was scanned for hits all discarded)."""
+    return not rule_scopes.isdisjoint(layer_scopes)
+
+
+def _layers(
+    data: bytes, start: int, end: int, diff: Diff | None, scan: Scan, read: frozenset[str]
+) -> Iterator[tuple[Layer, str]]:
     """The layers of ``data[start:end]`` and their kinds, in scan order, each built when the scan
     asks for it (and dropped once read: a window's layers all at once were ~16 bytes per byte);
-    records the signals normalization and decoding notice on the way."""
+    records the signals normalization and decoding notice on the way. A diff's added lines and
+    string literals are built only when a rule of scope ``read`` reads them."""
     window = unglue_escapes(data[start:end])  # once: the text and the added lines read the same bytes
     main = normalize(window, base=start)
     for name, span in main.signals.items():
@@ -234,8 +252,10 @@ def _layers(data: bytes, start: int, end: int, diff: Diff | None, scan: Scan) ->
     text = Layer("text", main.data, main.offsets)
     yield text, "text"
     if diff is not None:
-        yield _added_layer(window, start, end, diff), "added"
-        if (literals := _literal_layer(window, start, end, diff)) is not None:
+        if _reads(read, _SCOPES["added", True]):
+            yield _added_layer(window, start, end, diff), "added"
+        literals = _literal_layer(window, start, end, diff) if _reads(read, _SCOPES["prose", True]) else None
+        if literals is not None:
             yield literals, "prose"
     del window
     if data[:64].lstrip()[:1] in (b"{", b"[") and (strings := json_text(text)) is not None:
@@ -265,9 +285,7 @@ def _record(hits: Iterator[Hit], layer: Layer, scopes: frozenset[str], scan: Sca
 
 def _in_files(globs: tuple[str, ...], diff: Diff, offset: int) -> bool:
     found = diff.file_at(offset)
-    return found is not None and any(
-        fnmatch(found.path, g) or fnmatch(basename(found.path), g) for g in globs
-    )
+    return found is not None and path_matches(found.path, globs)
 
 
 def _added_layer(window: bytes, start: int, end: int, diff: Diff) -> Layer:

@@ -43,23 +43,39 @@ __all__ += ["compile_ruleset", "compile_source", "engine_name", "policy_rulesets
 
 @dataclass(frozen=True, eq=False)
 class CompiledRuleset:
-    """A ruleset compiled once: a matcher for flat text, one for ``lines`` rules, the checks."""
+    """A ruleset compiled once: matchers for flat text and for ``lines`` rules, the checks.
+
+    Each matcher holds the rules of one scope, so that a layer is scanned only with the rules that
+    read it: under malicious-package two rules of 87 read a diff's whole text, the rest its added
+    lines, and one database of all 87 scanned the text for hits that were all but discarded.
+    """
 
     ruleset: Ruleset
-    flat: Matcher
-    lines: Matcher
+    flat: tuple[Matcher, ...]
+    lines: tuple[Matcher, ...]
     checks: tuple[Rule, ...]
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """The scopes of its pattern rules: the layers it reads."""
+        return frozenset(scope for matcher in (*self.flat, *self.lines) for scope in matcher.scopes)
 
 
 def compile_ruleset(ruleset: Ruleset, engine: Engine = "auto") -> CompiledRuleset:
-    """Compile every pattern of ``ruleset`` (two databases: flat and line-aware)."""
+    """Compile every pattern of ``ruleset``: one database per scope, flat and line-aware."""
     patterns = [r for r in ruleset.rules if r.pattern is not None]
     return CompiledRuleset(
         ruleset=ruleset,
-        flat=Matcher([r for r in patterns if not r.lines], engine),
-        lines=Matcher([r for r in patterns if r.lines], engine),
+        flat=_by_scope([r for r in patterns if not r.lines], engine),
+        lines=_by_scope([r for r in patterns if r.lines], engine),
         checks=tuple(r for r in ruleset.rules if r.check is not None),
     )
+
+
+def _by_scope(rules: Sequence[Rule], engine: Engine) -> tuple[Matcher, ...]:
+    """One matcher per scope of ``rules`` (in the order the scopes first appear), rules in order."""
+    scopes = dict.fromkeys(r.scope for r in rules)
+    return tuple(Matcher([r for r in rules if r.scope == scope], engine) for scope in scopes)
 
 
 def engine_name() -> str:
