@@ -23,6 +23,7 @@ from worker.adapters.db.tables import (
     Review,
     Submission,
     deadline_from_now,
+    gate_from_row,
     not_reviewed,
     utcnow,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "Review",
     "Submission",
     "deadline_from_now",
+    "gate_from_row",
     "make_engine",
     "make_reader_engine",
     "not_reviewed",

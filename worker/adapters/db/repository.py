@@ -32,6 +32,7 @@ from worker.adapters.db.tables import (
     Outcome,
     Review,
     Submission,
+    gate_from_row,
     not_reviewed,
     utcnow,
 )
@@ -105,7 +106,7 @@ class GateRepo(GateGauges, GateReads):
                     .mappings()
                     .one()
                 )
-                out.append(Gate(**row))
+                out.append(gate_from_row(row))
                 created.append(False)
             events = [
                 (g.id, "submitted", f"policy={g.policy_id}@{g.policy_version}")
@@ -142,7 +143,7 @@ class GateRepo(GateGauges, GateReads):
         engine = self.autocommit_engine if self._locks else self.engine  # a read: one round trip
         with engine.connect() as conn:
             rows = conn.execute(core_select(table).where(table.c.id.in_(ids))).mappings().all()
-        return {row["id"]: Gate(**row) for row in rows}
+        return {row["id"]: gate_from_row(row) for row in rows}
 
     @translated
     def start_many(self, gate_ids: Sequence[str], actor: str, claim: str | None = None) -> list[Gate]:
@@ -177,7 +178,7 @@ class GateRepo(GateGauges, GateReads):
             .returning(*table.c)
         )
         with self.engine.begin() as conn:
-            gates = [Gate(**row) for row in conn.execute(stmt).mappings()]
+            gates = [gate_from_row(row) for row in conn.execute(stmt).mappings()]
             self._audit_many(conn, [(g.id, "running", f"attempt={g.attempts}") for g in gates], actor)
         return gates
 

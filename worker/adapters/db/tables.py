@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import uuid
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import ColumnElement, Index, String, TypeDecorator, UniqueConstraint, exists
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.orm import configure_mappers
 from sqlmodel import Field, SQLModel, col
 
 
@@ -116,6 +120,31 @@ class Gate(SQLModel, table=True):
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+
+GATE_COLUMNS: tuple[str, ...] = tuple(c.name for c in Gate.__table__.c)  # type: ignore[attr-defined]
+
+
+def gate_from_row(values: Mapping[Any, Any]) -> Gate:
+    """A ``Gate`` holding a database row's columns as they are, built the way the ORM builds the
+    rows it loads: no validation, no defaults (~5 µs against ~100 µs for ``Gate(**row)``).
+
+    For rows read back from the gates table only (every column present, as the database holds
+    it); ``status`` may be the plain text of a statement that skipped the column's type.
+    """
+    gate: Gate = _new_gate()()
+    gate.__dict__.update(values)
+    gate.__dict__["status"] = GateStatus(values["status"])
+    return gate
+
+
+@functools.cache
+def _new_gate() -> Callable[[], Gate]:
+    """An empty ``Gate`` as the ORM makes one. The mappers are configured first: until then a
+    fresh process's instrumented attributes cannot be read (the ORM does this on first use)."""
+    configure_mappers()
+    new_instance: Callable[[], Gate] = sa_inspect(Gate).class_manager.new_instance
+    return new_instance
 
 
 class Submission(SQLModel, table=True):
