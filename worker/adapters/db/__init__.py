@@ -24,6 +24,7 @@ from worker.adapters.db.tables import (
     Submission,
     deadline_from_now,
     gate_from_row,
+    new_gate,
     not_reviewed,
     utcnow,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "Submission",
     "deadline_from_now",
     "gate_from_row",
+    "new_gate",
     "make_engine",
     "make_reader_engine",
     "not_reviewed",

@@ -8,7 +8,6 @@ one statement what the portable path does in several, the repository takes the f
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, cast
@@ -33,6 +32,7 @@ from worker.adapters.db.tables import (
     Review,
     Submission,
     gate_from_row,
+    new_submission,
     not_reviewed,
     utcnow,
 )
@@ -76,7 +76,7 @@ class GateRepo(GateGauges, GateReads):
         insert_gate = postgres.upsert_insert(self.engine.dialect.name)
         out: list[Gate] = []
         created: list[bool] = []
-        sub = Submission(sha256=gates[0].sha256, gate_ids=json.dumps([g.id for g in gates]))
+        sub = new_submission(gates[0].sha256, [g.id for g in gates])
         ours: set[str] = set()  # inserted (and audited) by the one-statement path already
         if self._locks and gates:
             engine = self.engine if durable else self.autocommit_engine
@@ -114,7 +114,7 @@ class GateRepo(GateGauges, GateReads):
                 if new and g.id not in ours
             ]
             self._audit_many(conn, events, actor)
-            sub = Submission(sha256=gates[0].sha256, gate_ids=json.dumps([g.id for g in out]))
+            sub = new_submission(gates[0].sha256, [g.id for g in out])
             conn.execute(
                 insert(Submission.__table__).values(  # type: ignore[attr-defined]
                     {c.name: getattr(sub, c.name) for c in Submission.__table__.c}  # type: ignore[attr-defined]

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
-import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -132,19 +131,48 @@ def gate_from_row(values: Mapping[Any, Any]) -> Gate:
     For rows read back from the gates table only (every column present, as the database holds
     it); ``status`` may be the plain text of a statement that skipped the column's type.
     """
-    gate: Gate = _new_gate()()
+    gate: Gate = _empty(Gate)
     gate.__dict__.update(values)
     gate.__dict__["status"] = GateStatus(values["status"])
     return gate
 
 
-@functools.cache
-def _new_gate() -> Callable[[], Gate]:
-    """An empty ``Gate`` as the ORM makes one. The mappers are configured first: until then a
-    fresh process's instrumented attributes cannot be read (the ORM does this on first use)."""
-    configure_mappers()
-    new_instance: Callable[[], Gate] = sa_inspect(Gate).class_manager.new_instance
-    return new_instance
+def new_gate(**columns: Any) -> Gate:
+    """A gate not stored yet, with ``Gate``'s own defaults (a new id, pending, no attempt, created
+    now), built as ``gate_from_row`` builds one: the intake's, on a lone gate's path.
+    ``columns`` are all the others (sha256, object_key, size, policy_*, source, deadline)."""
+    now = utcnow()
+    values = {**_NEW_GATE, "id": new_id(), "created_at": now, "updated_at": now, **columns}
+    if values.keys() != _GATE_COLUMN_SET:
+        raise TypeError(f"a gate has the columns {GATE_COLUMNS}, not {tuple(values)}")
+    return gate_from_row(values)
+
+
+_GATE_COLUMN_SET = frozenset(GATE_COLUMNS)
+_NEW_GATE = {
+    "status": GateStatus.pending,
+    "decision": None,
+    "reason": None,
+    "report": None,
+    "attempts": 0,
+    "claim": None,
+    "source": "",
+    "decided_at": None,
+}
+
+
+def _empty(cls: type[Any]) -> Any:
+    """An empty instance of a table class as the ORM makes one. The mappers are configured first:
+    until then a fresh process's instrumented attributes cannot be read (the ORM does this on its
+    first query, and ``Gate(...)`` on its first call)."""
+    factory = _FACTORIES.get(cls)
+    if factory is None:
+        configure_mappers()
+        factory = _FACTORIES[cls] = sa_inspect(cls).class_manager.new_instance
+    return factory()
+
+
+_FACTORIES: dict[type[Any], Callable[[], Any]] = {}
 
 
 class Submission(SQLModel, table=True):
@@ -163,6 +191,14 @@ class Submission(SQLModel, table=True):
     def gates(self) -> list[str]:
         ids: list[str] = json.loads(self.gate_ids)
         return ids
+
+
+def new_submission(sha256: str, gate_ids: Sequence[str]) -> Submission:
+    """A submission not stored yet (``Submission``'s defaults), built as ``new_gate`` builds a gate."""
+    sub: Submission = _empty(Submission)
+    values = {"id": new_id(), "sha256": sha256, "gate_ids": json.dumps(list(gate_ids))}
+    sub.__dict__.update(values, status="pending", published=False, created_at=utcnow())
+    return sub
 
 
 class AuditEvent(SQLModel, table=True):
