@@ -110,3 +110,21 @@ def test_a_lone_intake_sends_its_message_before_waiting_for_the_disk(tmp_path):
     assert rt.repo.get(submitted.gates[0].id).status == "pending"
     rt.repo.engine.dispose()
     rt.repo.autocommit_engine.dispose()
+
+
+def test_starting_a_gate_on_postgres_returns_it_as_read_and_keeps_the_claim_rule(repo):
+    """The one-statement claim hands back the row as a read would (enum status, aware times), and
+    a gate held by another live message is left out; its own message takes it again."""
+    from worker.adapters.db import GateStatus
+
+    sha = hashlib.sha256(uuid.uuid4().bytes).hexdigest()
+    (gate,), _, _ = repo.register([gate_for(sha, "a")], "producer:t")
+    (started,) = repo.start_many([gate.id], "worker:t", claim="message-1")
+    read = repo.get_many([gate.id])[gate.id]
+    assert started.model_dump() == read.model_dump()
+    assert started.status is GateStatus.running and started.attempts == 1 and started.claim == "message-1"
+    assert started.deadline.tzinfo is not None and not started.terminal
+    assert repo.start_many([gate.id], "worker:t", claim="message-2") == []  # another live message
+    (again,) = repo.start_many([gate.id], "worker:t", claim="message-1")  # its own, delivered again
+    assert again.attempts == 2
+    assert [e.detail for e in repo.audit_trail(gate.id)][1:] == ["attempt=1", "attempt=2"]

@@ -211,6 +211,35 @@ def test_gate_snapshots_keep_the_unchanging_columns_and_drop_what_is_off_shape(g
     assert back[g.id].created_at == aware(g.created_at) and gates_from_snapshots(None) == {}
 
 
+def _running_with_votes(gate, policy: str, data: bytes) -> tuple[str, list[dict]]:
+    """A started gate (its message taken) and three harmless votes for it, as a chord delivers them."""
+    from worker.pipeline.intake import submit_artifact
+
+    gid = submit_artifact(gate.rt, data, [policy], enqueue=lambda _gid: None).gates[0].id
+    gate.rt.repo.start_many([gid], "test", claim="message-1")
+    vote = {"backend": "static", "verdict": "harmless", "coverage": {"total_bytes": 4, "scanned_bytes": 4}}
+    return gid, [{gid: {**vote, "detector": name}} for name in "abc"]
+
+
+def test_a_decide_whose_context_cannot_be_read_sends_its_gate_to_review(gate, fixture_policy):
+    """A decide message with a broken pre-check context reviews the gate despite three harmless votes."""
+    for i, context in enumerate(("{not json", "[]", '{"prechecks": {"other": {"verdict": "harmless"}}}')):
+        gid, votes = _running_with_votes(gate, fixture_policy("trivial"), f"broken {i}".encode())
+        gate.app.tasks["canary.decide"].apply((votes, [gid]), {"context": context})
+        decided = gate.rt.repo.get(gid)
+        assert (decided.status, decided.reason) == ("review", "pre-check result missing"), context
+
+
+def test_a_decide_with_its_context_allows_as_the_separate_arguments_did(gate, fixture_policy):
+    """The context text and the older separate arguments decide the same gate the same way."""
+    for i, as_text in enumerate((True, False)):
+        gid, votes = _running_with_votes(gate, fixture_policy("trivial"), f"fine {i}".encode())
+        prechecks = {gid: {"verdict": "harmless"}}
+        kwargs = {"context": json.dumps({"prechecks": prechecks})} if as_text else {"prechecks": prechecks}
+        gate.app.tasks["canary.decide"].apply((votes, [gid]), kwargs)
+        assert gate.rt.repo.get(gid).status == "allow", kwargs
+
+
 def test_gate_steps_read_the_bytes_given_not_a_copy_from_the_store(gate, fixture_policy):
     """An embedded scan holds its input once: no step reads the artifact back from the store."""
     reads: list[str] = []

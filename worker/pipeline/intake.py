@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from policies import load_policy
 from worker.adapters import stage_metrics
-from worker.adapters.db import Gate, Submission, deadline_from_now
+from worker.adapters.db import Gate, Submission, deadline_from_now, new_gate
 from worker.adapters.storage import artifact_key, sha256_hex
 from worker.pipeline.routing import publish_allowed
 from worker.pipeline.runtime import Runtime
@@ -101,7 +101,7 @@ def store_and_register(
         rt.store.put(key, data, encrypt=True)  # server-side encryption, as in quarantine
     deadline = deadline_from_now(rt.settings.gate_deadline_s)
     fresh = [
-        Gate(
+        new_gate(
             sha256=sha,
             object_key=key,
             size=len(data),

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from worker.adapters.db import Gate, GateStatus
+from worker.adapters.db import Gate, GateStatus, gate_from_row, utcnow
 from worker.adapters.db.engine import aware
 
 
@@ -73,8 +73,23 @@ def gates_from_snapshots(message: Any) -> dict[str, Gate]:
             continue
         if ref.id != gate_id or created is None or deadline is None or not isinstance(version, str):
             continue
-        fields = ref.model_dump()
-        gates[gate_id] = Gate(
-            **fields, policy_version=version, created_at=created, deadline=deadline, status=GateStatus.running
+        # Built as a row read back would be (``gate_from_row``: no second validation, ~0.1 ms less
+        # on the decide callback's path); the columns a snapshot lacks as a started row holds them.
+        gates[gate_id] = gate_from_row(
+            {
+                **ref.model_dump(),
+                "policy_version": version,
+                "status": GateStatus.running,
+                "decision": None,
+                "reason": None,
+                "report": None,
+                "attempts": 0,
+                "claim": None,
+                "source": "",
+                "deadline": deadline,
+                "created_at": created,
+                "updated_at": utcnow(),
+                "decided_at": None,
+            }
         )
     return gates

@@ -23,6 +23,8 @@ from worker.adapters.db.tables import (
     Review,
     Submission,
     deadline_from_now,
+    gate_from_row,
+    new_gate,
     not_reviewed,
     utcnow,
 )
@@ -47,6 +49,8 @@ __all__ = [
     "Review",
     "Submission",
     "deadline_from_now",
+    "gate_from_row",
+    "new_gate",
     "make_engine",
     "make_reader_engine",
     "not_reviewed",

@@ -8,7 +8,6 @@ one statement what the portable path does in several, the repository takes the f
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, cast
@@ -32,6 +31,8 @@ from worker.adapters.db.tables import (
     Outcome,
     Review,
     Submission,
+    gate_from_row,
+    new_submission,
     not_reviewed,
     utcnow,
 )
@@ -75,7 +76,7 @@ class GateRepo(GateGauges, GateReads):
         insert_gate = postgres.upsert_insert(self.engine.dialect.name)
         out: list[Gate] = []
         created: list[bool] = []
-        sub = Submission(sha256=gates[0].sha256, gate_ids=json.dumps([g.id for g in gates]))
+        sub = new_submission(gates[0].sha256, [g.id for g in gates])
         ours: set[str] = set()  # inserted (and audited) by the one-statement path already
         if self._locks and gates:
             engine = self.engine if durable else self.autocommit_engine
@@ -105,7 +106,7 @@ class GateRepo(GateGauges, GateReads):
                     .mappings()
                     .one()
                 )
-                out.append(Gate(**row))
+                out.append(gate_from_row(row))
                 created.append(False)
             events = [
                 (g.id, "submitted", f"policy={g.policy_id}@{g.policy_version}")
@@ -113,7 +114,7 @@ class GateRepo(GateGauges, GateReads):
                 if new and g.id not in ours
             ]
             self._audit_many(conn, events, actor)
-            sub = Submission(sha256=gates[0].sha256, gate_ids=json.dumps([g.id for g in out]))
+            sub = new_submission(gates[0].sha256, [g.id for g in out])
             conn.execute(
                 insert(Submission.__table__).values(  # type: ignore[attr-defined]
                     {c.name: getattr(sub, c.name) for c in Submission.__table__.c}  # type: ignore[attr-defined]
@@ -142,7 +143,7 @@ class GateRepo(GateGauges, GateReads):
         engine = self.autocommit_engine if self._locks else self.engine  # a read: one round trip
         with engine.connect() as conn:
             rows = conn.execute(core_select(table).where(table.c.id.in_(ids))).mappings().all()
-        return {row["id"]: Gate(**row) for row in rows}
+        return {row["id"]: gate_from_row(row) for row in rows}
 
     @translated
     def start_many(self, gate_ids: Sequence[str], actor: str, claim: str | None = None) -> list[Gate]:
@@ -177,7 +178,7 @@ class GateRepo(GateGauges, GateReads):
             .returning(*table.c)
         )
         with self.engine.begin() as conn:
-            gates = [Gate(**row) for row in conn.execute(stmt).mappings()]
+            gates = [gate_from_row(row) for row in conn.execute(stmt).mappings()]
             self._audit_many(conn, [(g.id, "running", f"attempt={g.attempts}") for g in gates], actor)
         return gates
 

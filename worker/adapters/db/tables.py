@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import ColumnElement, Index, String, TypeDecorator, UniqueConstraint, exists
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.orm import configure_mappers
 from sqlmodel import Field, SQLModel, col
 
 
@@ -118,6 +121,60 @@ class Gate(SQLModel, table=True):
         return self.status in TERMINAL_STATUSES
 
 
+GATE_COLUMNS: tuple[str, ...] = tuple(c.name for c in Gate.__table__.c)  # type: ignore[attr-defined]
+
+
+def gate_from_row(values: Mapping[Any, Any]) -> Gate:
+    """A ``Gate`` holding a database row's columns as they are, built the way the ORM builds the
+    rows it loads: no validation, no defaults (~5 µs against ~100 µs for ``Gate(**row)``).
+
+    For rows read back from the gates table only (every column present, as the database holds
+    it); ``status`` may be the plain text of a statement that skipped the column's type.
+    """
+    gate: Gate = _empty(Gate)
+    gate.__dict__.update(values)
+    gate.__dict__["status"] = GateStatus(values["status"])
+    return gate
+
+
+def new_gate(**columns: Any) -> Gate:
+    """A gate not stored yet, with ``Gate``'s own defaults (a new id, pending, no attempt, created
+    now), built as ``gate_from_row`` builds one: the intake's, on a lone gate's path.
+    ``columns`` are all the others (sha256, object_key, size, policy_*, source, deadline)."""
+    now = utcnow()
+    values = {**_NEW_GATE, "id": new_id(), "created_at": now, "updated_at": now, **columns}
+    if values.keys() != _GATE_COLUMN_SET:
+        raise TypeError(f"a gate has the columns {GATE_COLUMNS}, not {tuple(values)}")
+    return gate_from_row(values)
+
+
+_GATE_COLUMN_SET = frozenset(GATE_COLUMNS)
+_NEW_GATE = {
+    "status": GateStatus.pending,
+    "decision": None,
+    "reason": None,
+    "report": None,
+    "attempts": 0,
+    "claim": None,
+    "source": "",
+    "decided_at": None,
+}
+
+
+def _empty(cls: type[Any]) -> Any:
+    """An empty instance of a table class as the ORM makes one. The mappers are configured first:
+    until then a fresh process's instrumented attributes cannot be read (the ORM does this on its
+    first query, and ``Gate(...)`` on its first call)."""
+    factory = _FACTORIES.get(cls)
+    if factory is None:
+        configure_mappers()
+        factory = _FACTORIES[cls] = sa_inspect(cls).class_manager.new_instance
+    return factory()
+
+
+_FACTORIES: dict[type[Any], Callable[[], Any]] = {}
+
+
 class Submission(SQLModel, table=True):
     """One artifact submitted under a set of policies: allowed only if every gate allows."""
 
@@ -134,6 +191,14 @@ class Submission(SQLModel, table=True):
     def gates(self) -> list[str]:
         ids: list[str] = json.loads(self.gate_ids)
         return ids
+
+
+def new_submission(sha256: str, gate_ids: Sequence[str]) -> Submission:
+    """A submission not stored yet (``Submission``'s defaults), built as ``new_gate`` builds a gate."""
+    sub: Submission = _empty(Submission)
+    values = {"id": new_id(), "sha256": sha256, "gate_ids": json.dumps(list(gate_ids))}
+    sub.__dict__.update(values, status="pending", published=False, created_at=utcnow())
+    return sub
 
 
 class AuditEvent(SQLModel, table=True):
