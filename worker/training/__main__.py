@@ -1,9 +1,9 @@
 """``python -m worker.training``: rebuild the shipped lexical and semantic artifacts.
 
-Steps: distil the static MiniLM embedding (skipped when already shipped; the
-only step that needs torch), then for each policy and detector: group-aware
-5-fold CV on the train split, pick the threshold on the out-of-fold scores,
-fit on all of train and write ``worker/weights/<policy>/<detector>.npz``.
+Steps: distil the static MiniLM embedding (skipped when already shipped), then
+for each policy and detector: group-aware 5-fold CV on the train split, pick
+the threshold on the out-of-fold scores, fit on all of train and write
+``worker/weights/<policy>/<detector>.npz``.
 Prompt-injection trains on its train split plus the committed extra corpus
 (``worker/training/corpus/data``: generated attacks and look-alikes in ten
 languages and many carriers, NotInject, README slices, long README documents
@@ -11,6 +11,9 @@ and slices of real release diffs), and on two planted copies of every train
 record: one inside code, one inside the long harmless carriers (1-16 KB). The
 quorum thresholds weigh the long carriers' false alarms as a term of their own.
 Both policies' models read a diff without its removed lines (``added_only``).
+Prompt-injection's semantic head is the order-aware convolutional one
+(``worker.training.conv``): it needs torch (``pip install torch==2.13.0``, the
+CPU build) and about 60 minutes on 2 cores.
 Other policies score their copies only (``--train-on-copies`` trains on them).
 Dev is never read here.
 """

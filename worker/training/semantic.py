@@ -19,6 +19,7 @@ from sklearn.preprocessing import StandardScaler
 
 from worker.detectors.local.embedding import EMBEDDING_DIR, Head, StaticEmbedding
 from worker.detectors.local.semantic import ARTIFACT
+from worker.training.conv import ConvConfig, ConvTrainer, token_matrix
 from worker.training.data import Corpus
 from worker.training.mil import MALWARE_GROUP_POWER, MilConfig, MilFit, cross_validate_and_fit, write_artifact
 from worker.training.windows import explode
@@ -35,6 +36,10 @@ class SemanticRecipe:
     c: float = 1.0
     hidden: int = 0  # 0: logistic regression; else one ReLU layer of this width
     mil: MilConfig = MilConfig()
+    # "mlp": the pooled vectors through ScaledHead; "conv": the token sequence through the
+    # order-aware ConvHead (worker.training.conv, torch at training time), MIL inside its fit.
+    head: str = "mlp"
+    conv: ConvConfig = ConvConfig()
     # Read a diff without its removed lines (worker.core.views.added_view), in training and, through
     # the artifact's flag, at scan time: a release that deletes a clipper is not a clipper.
     added_only: bool = True
@@ -59,13 +64,18 @@ RECIPES: dict[str, SemanticRecipe] = {
     # the train group-CV quorum objective (FNR + FPR + code FPR + long FPR + planted FNR + FPR, the
     # thresholds re-chosen for each; the out-of-fold scores re-read, the model unchanged):
     # 170 windows 0.5517, 64 0.5499, 35 0.5451, 16 0.5413, 8 0.5382, 4 0.5410, 2 0.5436, 1 0.5506.
-    # Eight windows (3.5 KB): carriers flagged by the head alone 44 / 37 / 18 %.
+    # Prompt-injection's head reads the window's tokens in order (ConvHead): pooled vectors cannot
+    # tell "ignore the tool output" from "the tool output says to ignore". Train group-CV quorum
+    # objective, the same data, lexical model and thresholds search: pooled MLP at 8 windows 0.5382,
+    # the convolutional head 0.5237 (alone it is no better: FNR / FPR 23.0 / 15.6 % against 19.8 /
+    # 15.8 %; it errs on other records than the lexical model). Its reference by the same sweep:
+    # 170 windows 0.5417, 35 0.5306, 16 0.5294, 8 0.5237, 6 0.5199, 5 0.5190, 4 0.5147, 3 0.5214,
+    # 2 0.5175, 1 0.5195. MIL inside the fit (rounds=0 here; worker.training.conv).
     "prompt-injection": SemanticRecipe(
         window=512,
         overlap=128,
-        c=1e-2,
-        hidden=64,
-        mil=MilConfig(rounds=1, scan_statistic=0.0, reference_windows=8.0),
+        mil=MilConfig(rounds=0, scan_statistic=0.0, reference_windows=4.0),
+        head="conv",
     ),
     "malicious-package": SemanticRecipe(
         window=2048,
@@ -133,15 +143,26 @@ def window_features(
 
 def train_semantic(
     policy: str, train: Corpus, out_dir: Path, log: bool = True, train_on_copies: bool = False
-) -> MilFit[ScaledHead]:
+) -> MilFit[Any]:
     """Cross-validate on ``train`` by group, pick the threshold, fit on all of it, write the head."""
     recipe = RECIPES[policy]
     embedding = StaticEmbedding.load(out_dir / EMBEDDING_DIR)
-    features, owner = window_features(train.texts, embedding, recipe)
-    if log:
-        print(f"[semantic:{policy}] {features.shape[0]} windows of {features.shape[1]} features")
     mil = replace(recipe.mil, train_on_copies=train_on_copies)
-    fit = cross_validate_and_fit(lambda: ScaledHead(recipe), features, owner, train, mil)
+    fit: MilFit[Any]
+    if recipe.head == "conv":
+        windows, owner = explode(train.texts, recipe.window, recipe.overlap, recipe.added_only)
+        tokens = token_matrix(windows, owner, embedding)
+        del windows
+        if log:
+            print(f"[semantic:{policy}] {tokens.shape[0]} windows of up to {tokens.shape[1] - 1} tokens")
+        fit = cross_validate_and_fit(
+            lambda: ConvTrainer(embedding.vectors, recipe.conv), tokens, owner, train, mil
+        )
+    else:
+        features, owner = window_features(train.texts, embedding, recipe)
+        if log:
+            print(f"[semantic:{policy}] {features.shape[0]} windows of {features.shape[1]} features")
+        fit = cross_validate_and_fit(lambda: ScaledHead(recipe), features, owner, train, mil)
     write_artifact(
         out_dir / policy / ARTIFACT,
         fit,

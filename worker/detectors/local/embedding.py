@@ -11,7 +11,7 @@ runs at scan time, so the cost is one tokenizer pass and a gather.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +69,14 @@ class StaticEmbedding:
             out[row, self.dim :] = tokens.max(axis=0)
         return out
 
+    def token_ids(self, windows: list[str]) -> list[np.ndarray]:
+        """Each window's token ids in order, unknown tokens dropped (as :meth:`features` drops them)."""
+        encodings = self.tokenizer.encode_batch_fast(windows, add_special_tokens=False) if windows else []
+        ids = [np.asarray(encoding.ids, dtype=np.int64) for encoding in encodings]
+        if self.unknown_id is None:
+            return ids
+        return [row[row != self.unknown_id] for row in ids]
+
 
 @dataclass(frozen=True)
 class Head:
@@ -94,3 +102,118 @@ class Head:
             if index < len(self.weights) - 1:
                 hidden = np.maximum(hidden, 0.0)
         return np.asarray(hidden, dtype=np.float32).reshape(-1)
+
+
+# Zero rows between windows laid end to end: the second convolution (width 3, dilation 2) reaches two
+# tokens to each side, so two zero rows keep every window's receptive field inside the window.
+GAP = 2
+
+
+@dataclass(frozen=True)
+class ConvHead:
+    """An order-aware head over the static token vectors: who asks whom to do what.
+
+    Pooled vectors (:class:`Head`) lose word order: "ignore the tool output" and "the tool output
+    said to ignore" pool alike. This head reads the token sequence: a learned projection of each
+    token's static vector (``table = vectors @ proj``), two ReLU convolutions of width 3 (the second
+    dilated by 2, so a feature sees seven tokens), the maximum of the second over the window beside
+    the mean of the projected tokens, then a small ReLU layer and one logit. Same-size zero padding
+    at the window's ends, exactly as the torch module it was trained as
+    (``worker.training.conv``); numpy only at scan time.
+    """
+
+    table: np.ndarray  # (vocab, proj) float32: the static vectors through the learned projection
+    conv1: np.ndarray  # (3 * proj, channels): the taps at -1, 0, +1 stacked, each (proj, channels)
+    bias1: np.ndarray
+    conv2: np.ndarray  # (3 * channels, channels), taps at -2, 0, +2
+    bias2: np.ndarray
+    dense: tuple[np.ndarray, ...]
+    dense_bias: tuple[np.ndarray, ...]
+    # The first convolution applied to every vocabulary entry at each tap, plus a zero row (index
+    # ``vocab``) for padding: the layer becomes three gathers instead of three matrix products.
+    taps: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        vocab, proj = self.table.shape
+        taps = np.zeros((3, vocab + 1, self.conv1.shape[1]), dtype=np.float32)
+        for tap in range(3):
+            taps[tap, :vocab] = self.table @ self.conv1[tap * proj : (tap + 1) * proj]
+        object.__setattr__(self, "taps", taps)
+
+    @classmethod
+    def from_archive(cls, archive: np.lib.npyio.NpzFile, vectors: np.ndarray) -> ConvHead:
+        layers = int(archive["layers"])
+        return cls(
+            table=np.ascontiguousarray(vectors @ archive["proj"].astype(np.float32)),
+            conv1=archive["conv1"].astype(np.float32),
+            bias1=archive["bias1"].astype(np.float32),
+            conv2=archive["conv2"].astype(np.float32),
+            bias2=archive["bias2"].astype(np.float32),
+            dense=tuple(archive[f"w{i}"].astype(np.float32) for i in range(layers)),
+            dense_bias=tuple(archive[f"b{i}"].astype(np.float32) for i in range(layers)),
+        )
+
+    # Windows convolved at once: 256 windows of 512 bytes hold ~35k tokens, ~30 MB of activations.
+    chunk = 256
+
+    def logits(self, ids: list[np.ndarray]) -> np.ndarray:
+        """One logit per window, from each window's token ids; every token is read (no cut-off)."""
+        out = np.zeros(len(ids), dtype=np.float32)
+        for start in range(0, len(ids), self.chunk):
+            out[start : start + self.chunk] = self._logits(ids[start : start + self.chunk])
+        return out
+
+    def _logits(self, ids: list[np.ndarray]) -> np.ndarray:
+        """The windows laid end to end, ``GAP`` zero rows apart, and convolved at once."""
+        out = np.zeros(len(ids), dtype=np.float32)
+        pad = self.table.shape[0]  # the zero row of ``taps``
+        lengths = np.asarray([row.size for row in ids], dtype=np.int64)
+        starts = GAP + np.concatenate(([0], np.cumsum(lengths + GAP)[:-1]))
+        total = int(starts[-1] + lengths[-1] + GAP)
+        sequence = np.full(total + 2, pad, dtype=np.int64)  # one more pad row at each end
+        positions = np.concatenate([start + np.arange(n) for start, n in zip(starts, lengths, strict=True)])
+        if positions.size:
+            sequence[positions + 1] = np.concatenate(ids)
+        tokens = sequence[1:-1] != pad
+        first = self.taps[0][sequence[:-2]]
+        first += self.taps[1][sequence[1:-1]]
+        first += self.taps[2][sequence[2:]]
+        first += self.bias1
+        np.maximum(first, 0.0, out=first)
+        first[~tokens] = 0.0  # the gaps stay zero for the second layer, as the padding did in training
+        second = _conv(first, self.conv2, 2)
+        second += self.bias2
+        np.maximum(second, 0.0, out=second)
+        second[~tokens] = 0.0  # ReLU outputs are >= 0: a zero row never raises a window's maximum
+        channels, proj = second.shape[1], self.table.shape[1]
+        pooled = np.zeros((len(ids), channels + proj), dtype=np.float32)
+        # each window's span [start, start + n); an empty window reads one gap row, then zeros
+        spans = np.stack([starts, starts + np.maximum(lengths, 1)], axis=1).reshape(-1)
+        pooled[:, :channels] = np.maximum.reduceat(second, spans, axis=0)[::2]
+        projected = np.zeros((total, proj), dtype=np.float32)
+        projected[tokens] = self.table[sequence[1:-1][tokens]]
+        pooled[:, channels:] = (
+            np.add.reduceat(projected, spans, axis=0)[::2] / np.maximum(lengths, 1)[:, None]
+        )
+        pooled[lengths == 0] = 0.0
+        hidden = pooled
+        for index, (weight, bias) in enumerate(zip(self.dense, self.dense_bias, strict=True)):
+            hidden = hidden @ weight + bias
+            if index < len(self.dense) - 1:
+                hidden = np.maximum(hidden, 0.0)
+        out[:] = hidden.reshape(-1)
+        return out
+
+
+def _conv(sequence: np.ndarray, kernel: np.ndarray, dilation: int) -> np.ndarray:
+    """Width-3 convolution along the rows of ``sequence`` with zero padding (``kernel``: the taps
+    at -dilation, 0, +dilation stacked as (3 * in, out))."""
+    width, n = sequence.shape[1], sequence.shape[0]
+    outputs = kernel.shape[1]
+    # one product with the taps side by side, then each tap's columns shifted into place
+    stacked = np.concatenate([kernel[:width], kernel[width : 2 * width], kernel[2 * width :]], axis=1)
+    product = sequence @ stacked
+    out: np.ndarray = product[:, outputs : 2 * outputs].copy()
+    out[dilation:] += product[: n - dilation, :outputs]
+    out[: n - dilation] += product[dilation:, 2 * outputs :]
+    return out

@@ -1,11 +1,13 @@
 """The ``semantic`` detector: static MiniLM token embeddings and a small head, numpy only.
 
-The embedding family: windows of text become pooled all-MiniLM-L6-v2 static
+The embedding family: windows of text become all-MiniLM-L6-v2 static token
 embeddings (distilled offline with model2vec, shipped as
 ``worker/weights/minilm-static/``), scored by a per-policy head
-(``worker/weights/<policy>/semantic.npz``: standardisation, layer weights,
-window geometry, threshold). The run time needs only numpy and ``tokenizers``.
-Every byte is scanned; the most harmful window decides.
+(``worker/weights/<policy>/semantic.npz``: layer weights, window geometry,
+threshold). The head either pools the window's vectors (:class:`Head`) or reads
+them in order (:class:`ConvHead`, whose artifact holds ``conv1``). The run time
+needs only numpy and ``tokenizers``. Every byte is scanned; the most harmful
+window decides.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from pathlib import Path
 import numpy as np
 
 from worker.core.policy import HarmPolicy
-from worker.detectors.local.embedding import EMBEDDING_DIR, EMBEDDINGS, TOKENIZER, Head, StaticEmbedding
+from worker.detectors.local.embedding import (
+    EMBEDDING_DIR,
+    EMBEDDINGS,
+    TOKENIZER,
+    ConvHead,
+    Head,
+    StaticEmbedding,
+)
 from worker.detectors.local.scan_statistic import WindowNull
 from worker.detectors.local.windows import (
     WindowedModelDetector,
@@ -35,7 +44,7 @@ class SemanticModel:
     """The shared embedding plus one policy's head and window geometry."""
 
     embedding: StaticEmbedding
-    head: Head
+    head: Head | ConvHead  # pooled vectors, or the token sequence (order-aware)
     window: int
     overlap: int
     threshold: float
@@ -47,6 +56,8 @@ class SemanticModel:
     batch_bytes = 512 << 10
 
     def logits(self, windows: list[str]) -> np.ndarray:
+        if isinstance(self.head, ConvHead):
+            return self.head.logits(self.embedding.token_ids(windows))
         return self.head.logits(self.embedding.features(windows))
 
 
@@ -83,7 +94,11 @@ def load_model(
         with np.load(io.BytesIO(verified_bytes(path, *digests))) as archive:
             return SemanticModel(
                 embedding=embedding,
-                head=Head.from_archive(archive),
+                head=(
+                    ConvHead.from_archive(archive, embedding.vectors)
+                    if "conv1" in archive.files
+                    else Head.from_archive(archive)
+                ),
                 window=int(archive["window"]),
                 overlap=int(archive["overlap"]),
                 threshold=float(archive["threshold"]),
