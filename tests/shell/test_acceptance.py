@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.shell.test_trained_detectors import INJECTION_README, MALICIOUS_SETUP, _removed
+from tests.shell.test_trained_detectors import (
+    BENIGN_EMAIL,
+    BENIGN_ONE_LINERS,
+    INJECTION_README,
+    MALICIOUS_SETUP,
+    _code_with_comment,
+    _removed,
+)
 from worker.core.models import Report
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "policies" / "examples"
@@ -142,6 +149,21 @@ def test_benign_messages_are_allowed(gate, name, policy):
     """An advisory that describes prompt injection and an ordinary ticket are allowed."""
     path = next((EXAMPLES / "messages").glob(f"{name}.*"))
     report = decide(gate, path.read_bytes(), policy)
+    assert report.decision == "allow", report.reason
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        BENIGN_EMAIL,
+        *(line.encode() for line in BENIGN_ONE_LINERS),
+        _code_with_comment("Totals are computed per row."),
+    ],
+)
+def test_short_prose_the_semantic_head_flags_alone_is_allowed(gate, content):
+    """A lunch invitation, office one-liners and a plain code comment: the semantic head alone flags
+    them (tests/shell/test_trained_detectors.py), the quorum allows them."""
+    report = decide(gate, content, "prompt-injection")
     assert report.decision == "allow", report.reason
 
 
