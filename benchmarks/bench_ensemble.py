@@ -2,6 +2,7 @@
 
     python benchmarks/bench_ensemble.py [--artifacts 200] [--processes 1 2] [--size 24576]
                                               [--real 20] [--embedded 40] [--detectors rules lexical semantic]
+                                              [--policy malicious-package]
 
 What one gate costs in CPU, without the coordination: ``run_precheck`` plus the
 ``rules``, ``lexical`` and ``semantic`` detectors of the malicious-package policy,
@@ -37,7 +38,7 @@ from harness import arguments, harmless_texts, machine_line, percentile, target
 
 from worker.logs import configure_logging
 
-POLICY = "malicious-package"
+POLICY = "malicious-package"  # the default of --policy; the diffs are always this policy's
 DETECTORS = ("rules", "lexical", "semantic")
 TARGET_PER_S = 20.0
 NIGHT = 50_000
@@ -68,12 +69,12 @@ def synthetic(diffs: list[bytes], count: int, size: int) -> list[bytes]:
     return out
 
 
-def _init(names: tuple[str, ...], warm: list[bytes], barrier: Any) -> None:
+def _init(policy_id: str, names: tuple[str, ...], warm: list[bytes], barrier: Any) -> None:
     """Per process: load the policy, build the detectors, and warm them (models load lazily)."""
     from policies import load_policy
     from worker.detectors import build_detector
 
-    policy = load_policy(POLICY)
+    policy = load_policy(policy_id)
     specs = [s for s in policy.quorum.detectors if s.name in names]
     _STATE["policy"] = policy
     _STATE["barrier"] = barrier
@@ -115,11 +116,11 @@ def _measure(data: bytes) -> dict[str, Any]:
 
 
 def run_pool(
-    processes: int, names: tuple[str, ...], artifacts: list[bytes], warm: list[bytes]
+    processes: int, names: tuple[str, ...], artifacts: list[bytes], warm: list[bytes], policy_id: str = POLICY
 ) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(processes)
-    with ctx.Pool(processes, initializer=_init, initargs=(names, warm, barrier)) as pool:
+    with ctx.Pool(processes, initializer=_init, initargs=(policy_id, names, warm, barrier)) as pool:
         pids = pool.map(_sync, range(processes), chunksize=1)
         assert len(set(pids)) == processes
         started = time.perf_counter()
@@ -146,7 +147,7 @@ def verdict_line(results: list[dict[str, Any]], stages: list[str]) -> str:
     return "  verdicts on harmless diffs -> " + "; ".join(parts)
 
 
-def run_embedded(artifacts: list[bytes], names: tuple[str, ...]) -> None:
+def run_embedded(artifacts: list[bytes], names: tuple[str, ...], policy_id: str = POLICY) -> None:
     """The same diffs through the whole gate in-process (one process, SQLite, folders)."""
     from policies import load_policy
     from worker.evaluation.command import isolated_settings
@@ -154,8 +155,8 @@ def run_embedded(artifacts: list[bytes], names: tuple[str, ...]) -> None:
     from worker.tasks.embedded import EmbeddedGate
 
     with tempfile.TemporaryDirectory(prefix="canary-bench-") as tmp:
-        policy = load_policy(POLICY)
-        ref = POLICY if set(names) == set(DETECTORS) else str(derive_policy(policy, names, Path(tmp)))
+        policy = load_policy(policy_id)
+        ref = policy_id if set(names) == set(DETECTORS) else str(derive_policy(policy, names, Path(tmp)))
         gate = EmbeddedGate(isolated_settings(Path(tmp) / "data"))
         gate.submit(b"warm-up\n", [ref])
         started = time.perf_counter()
@@ -184,6 +185,7 @@ def main() -> None:
         "--embedded", type=int, default=40, help="diffs through the full EmbeddedGate (0: skip)"
     )
     parser.add_argument("--detectors", nargs="+", default=list(DETECTORS), choices=DETECTORS)
+    parser.add_argument("--policy", default=POLICY, help="the policy that gates the diffs")
     args = parser.parse_args()
     configure_logging(logging.WARNING)
 
@@ -195,13 +197,13 @@ def main() -> None:
     stages = ["precheck", *names, "total"]
     sizes = [len(a) for a in artifacts]
     print(machine_line())
-    print(f"policy {POLICY}; detectors {', '.join(names)}")
+    print(f"policy {args.policy}; detectors {', '.join(names)}")
     print(
         f"{len(artifacts)} synthetic diffs, {min(sizes)}-{max(sizes)} bytes (mean {statistics.mean(sizes):.0f})"
     )
     best = 0.0
     for processes in args.processes:
-        run = run_pool(processes, names, artifacts, warm)
+        run = run_pool(processes, names, artifacts, warm, args.policy)
         best = max(best, run["per_s"]) if processes <= 2 else best
         print(
             f"\n{processes} process(es): {run['per_s']:.1f} artifacts/s ({run['wall_s']:.1f} s wall); "
@@ -214,14 +216,14 @@ def main() -> None:
         )
         print(verdict_line(run["results"], ["precheck", *names]))
     if real:
-        run = run_pool(1, names, real, warm)
+        run = run_pool(1, names, real, warm, args.policy)
         print(f"\n{len(real)} real harmless diffs of 20-28 KB, 1 process: {run['per_s']:.1f} artifacts/s")
         print(stage_line("real", run["results"], stages))
         print(verdict_line(run["results"], ["precheck", *names]))
     print(f"\n{machine_line()} (anything else running skews these)")
     target("local ensemble, ~24 KB diffs, best of <= 2 processes", best, "artifacts/s", at_least=TARGET_PER_S)
     if args.embedded:
-        run_embedded(artifacts[: args.embedded], names)
+        run_embedded(artifacts[: args.embedded], names, args.policy)
 
 
 if __name__ == "__main__":
