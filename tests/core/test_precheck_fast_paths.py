@@ -22,13 +22,14 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import worker.core.decode as decode
 import worker.core.diff as diff_module
 import worker.core.normalize as normalize
 import worker.core.payloads as payloads
 import worker.core.precheck as precheck
 import worker.core.prose as prose
 from policies.loader import load_policy, load_ruleset
-from tests.core.test_precheck_twins import reference_hash_runs, reference_search_from
+from tests.core.test_precheck_twins import reference_has_markup, reference_hash_runs, reference_search_from
 from worker.core.precheck import run_precheck, scan_rules
 from worker.core.ruleset import Matcher, Rule
 
@@ -101,13 +102,15 @@ def reference_unglue(chunk: bytes) -> bytes:
 _PER_CHARACTER_STRING = re.compile(rb'"((?:[^"\\\n]|\\.)*)"|\'((?:[^\'\\\n]|\\.)*)\'|`((?:[^`\\\n]|\\.)*)`')
 
 
-def reference_sentence_spans(text: bytes):  # type: ignore[no-untyped-def]
-    """String literals found one character at a time, their content copied and tested."""
-    for match in _PER_CHARACTER_STRING.finditer(text):
+def reference_sentence_spans(text: bytes, start: int = 0, end: int | None = None):  # type: ignore[no-untyped-def]
+    """String literals found one character at a time in a copy of ``text[start:end]``, their content
+    copied and tested."""
+    for match in _PER_CHARACTER_STRING.finditer(text[start:end]):
         group = match.lastindex or 0
         content = match.group(group)
         if content.count(b" ") + 1 >= prose.MIN_WORDS and prose._LETTERS.search(content):
-            yield match.span(group)
+            lo, hi = match.span(group)
+            yield start + lo, start + hi
 
 
 def every_run_maybe_text(data: bytes, starts: list[int], ends: list[int]) -> np.ndarray:
@@ -157,6 +160,7 @@ def slow_paths() -> ExitStack:
     stack.enter_context(mock.patch.object(diff_module, "SMALL_DIFF", -1))
     stack.enter_context(mock.patch.object(payloads, "_MIME_GATE", EveryMimeHeader()))
     stack.enter_context(mock.patch.object(payloads, "_hash_runs", reference_hash_runs))
+    stack.enter_context(mock.patch.object(decode, "_has_markup", reference_has_markup))
     return stack
 
 
@@ -329,6 +333,19 @@ def test_unglued_escapes_match_the_regex(chunk):
 def test_sentence_literals_match_the_per_character_regex(text):
     """The regex that skips literals of fewer words finds the sentence-like literals the per-character one finds."""
     assert list(prose.sentence_spans(text)) == list(reference_sentence_spans(text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(alphabet="\\\"'` abc\n.x1\u00e9", max_size=80).map(str.encode),
+    st.integers(0, 80),
+    st.integers(0, 80),
+)
+def test_sentence_literals_read_in_place_match_those_of_a_copy(text, start, end):
+    """The literals read between two offsets of a text (the pre-check's added runs, read in place)
+    are those of a copy of that stretch, at the same offsets."""
+    start, end = sorted((min(start, len(text)), min(end, len(text))))
+    assert list(prose.sentence_spans(text, start, end)) == list(reference_sentence_spans(text, start, end))
 
 
 def test_only_single_class_repeats_take_the_run_shortcut():

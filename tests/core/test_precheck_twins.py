@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import worker.core.decode as decode
 import worker.core.literals as literals
 import worker.core.payloads as payloads
 from worker.core.ruleset import MAX_MATCH, Matcher, Rule
@@ -65,6 +66,30 @@ def test_hash_runs_match_the_per_run_check(data):
     assert (
         payloads._hash_runs(data, starts, ends).tolist() == reference_hash_runs(data, starts, ends).tolist()
     )
+
+
+def reference_has_markup(data: bytes) -> bool:
+    """Two closing tags or a comment, by a count and a search."""
+    return data.count(b"</") >= 2 or b"<!--" in data
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from([b"<", b"/", b"!", b"-", b"a", b"</", b"<!--", b" "]), max_size=24).map(b"".join)
+)
+def test_markup_gate_matches_the_count(data):
+    """The one-pass markup gate says "markup" exactly where two closing tags or a comment are."""
+    assert decode._has_markup(data) == reference_has_markup(data)
+
+
+def test_a_hash_prefix_inside_a_longer_run_is_no_hash():
+    """A run that holds a hash prefix past its start (found by the one-pass prefix search) is decoded,
+    not taken for an integrity hash; the hash at a run's start is."""
+    digest = base64.b64encode(bytes(range(64)))[:86]
+    data = b"xsha512-" + digest + b" sha512-" + digest
+    starts, ends = payloads._long_runs(payloads._in_base64_alphabet(np.frombuffer(data, dtype=np.uint8)), 20)
+    assert payloads._hash_runs(data, starts, ends).tolist() == [False, True]
+    assert reference_hash_runs(data, starts, ends).tolist() == [False, True]
 
 
 REACH_PATTERNS = ["a b", "`[^`\n]{2,20}`", r"\(x\)|a{2,9}b", r"\ba[^ ]{0,12}b", "x+a", "(?:ab ?){2,40}"]

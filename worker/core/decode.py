@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
+from worker.core.literals import LiteralSet
 from worker.core.normalize import (
     Compose,
     Layer,
@@ -151,7 +152,7 @@ def _html_text(parent: Layer) -> Layer | None:
     codes = np.frombuffer(data, dtype=np.uint8)
     at = np.flatnonzero(codes == 38)  # '&'
     ampersands = len(at)
-    markup = lt and (data.count(b"</") >= 2 or b"<!--" in data)
+    markup = lt and _has_markup(data)
     after = at[at + 1 < len(data)] + 1
     references = ampersands >= _SPELLED_LETTERS and bool((codes[after] == 35).any())  # '&#'
     if not (markup or references):
@@ -174,6 +175,20 @@ def _html_text(parent: Layer) -> Layer | None:
     spelled = sum(1 for m in _NUMERIC_REFERENCE.finditer(data) if _is_letter(m))
     name = "html-entities" if spelled >= _SPELLED_LETTERS else "html-text"
     return Layer(name, text, Compose(pieces, parent.offsets), parent.depth + 1)
+
+
+# Closing tags and comments, found in one pass: a count of "</" and a search for "<!--" were two
+# (~1 ms per MB each, 2 % of the pre-check on real diffs, most of which hold a "<" somewhere).
+_MARKUP_GATE = LiteralSet((b"</", b"<!--"))
+
+
+def _has_markup(data: bytes) -> bool:
+    """Two closing tags or a comment (``data.count(b"</") >= 2 or b"<!--" in data``)."""
+    present = _MARKUP_GATE.present(data)
+    if b"<!--" in present:
+        return True
+    first = data.find(b"</") if b"</" in present else -1
+    return first >= 0 and data.find(b"</", first + 2) >= 0  # "</" cannot overlap itself
 
 
 def json_text(parent: Layer) -> Layer | None:

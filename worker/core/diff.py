@@ -108,6 +108,11 @@ class Diff:
         index = int(np.searchsorted(self._file_starts, offset, side="right")) - 1
         return self.files[index] if index >= 0 else None
 
+    def file_indices(self, offsets: list[int]) -> list[int]:
+        """For each of ``offsets``, the index in ``files`` of the file whose section holds
+        it (-1 before the first): :meth:`file_at` of many offsets in one search."""
+        return (np.searchsorted(self._file_starts, offsets, side="right") - 1).tolist()  # type: ignore[no-any-return]
+
     @cached_property
     def _added_starts(self) -> Spans:  # contiguous: searchsorted would copy a strided column per call
         return np.ascontiguousarray(self.added[:, 0])

@@ -221,6 +221,9 @@ def _long_runs(
 
 
 _HASHES = [(prefix, np.frombuffer(prefix, dtype=np.uint8), digits) for prefix, digits in _HASH_PREFIXES]
+# The prefixes in a layer, found in one pass: ``prefix in data`` for each of the five was five passes,
+# ~20 us each on a 21 KB diff (3 % of the pre-check on real diffs, where two in 812 hold one).
+_HASH_GATE = LiteralSet(tuple(prefix for prefix, _ in _HASH_PREFIXES))
 _CONTROL_BYTE = np.frombuffer(byte_mask(bytes(range(9)) + bytes(range(11, 32)) + b"\x7f"), dtype=bool)
 
 
@@ -236,8 +239,9 @@ def _hash_runs(
     """
     arr = np.frombuffer(data, dtype=np.uint8)
     genuine = np.zeros(len(starts), dtype=bool)
+    present = _HASH_GATE.present(data) if len(starts) else frozenset()
     for prefix, head, digits in _HASHES:
-        if prefix not in data:  # no run starts with it (one search: the batch below is ~20 us)
+        if prefix not in present:  # no run starts with it (the batch below is ~20 us)
             continue
         sized = np.flatnonzero(ends - starts == len(head) + digits)  # the length first: few runs have it
         index = np.minimum(starts[sized, None] + np.arange(len(head)), len(arr) - 1)

@@ -37,6 +37,7 @@ every byte is seen.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -197,13 +198,15 @@ def unglue_escapes(chunk: bytes) -> bytes:
     if b"\\" not in chunk:
         return chunk
     # Read left to right, an escaped backslash comes first: split on it, and the parts hold no two
-    # backslashes in a row, where each escape is found by a plain replace (a regex calling back
-    # per escape cost 4 % of the pre-check on real diffs).
-    return b"\\\\".join(_unglue(part) for part in chunk.split(b"\\\\"))
+    # backslashes in a row, so their escapes never overlap and one regex with a fixed replacement
+    # (no call back per escape: that cost 4 % of the pre-check on real diffs) unglues them in a
+    # pass; three ``bytes.replace`` were three passes, 5 % of malicious-package's time.
+    if b"\\\\" not in chunk:
+        return _ESCAPE.sub(b"  ", chunk)
+    return b"\\\\".join(_ESCAPE.sub(b"  ", part) for part in chunk.split(b"\\\\"))
 
 
-def _unglue(part: bytes) -> bytes:
-    return part.replace(b"\\n", b"  ").replace(b"\\r", b"  ").replace(b"\\t", b"  ")
+_ESCAPE = re.compile(rb"\\[nrt]")
 
 
 def _scan_window(
@@ -304,17 +307,21 @@ def _literal_layer(window: bytes, start: int, end: int, diff: Diff) -> Layer | N
     """The sentence-like string literals on the diff's added code lines within ``[start, end)``, one
     a line, without their quotes (``window`` holds those bytes, escapes unglued); None if none."""
     builder = PieceBuilder()
-    for s, e in diff.added_runs(start, end):
-        file = diff.file_at(s)
-        if file is None or not is_code(file.path):
+    runs = diff.added_runs(start, end)
+    # the runs' files in one search, and each run read in place in the window: a file lookup and a
+    # copy of every added run were 4 % of malicious-package's time on real diffs
+    for (s, e), index in zip(runs, diff.file_indices([s for s, _ in runs]), strict=True):
+        lo, hi = s - start, e - start
+        if index < 0 or not is_code(diff.files[index].path) or not _has_quote(window, lo, hi):
             continue
-        run = window[s - start : e - start]
-        if b'"' not in run and b"'" not in run and b"`" not in run:
-            continue
-        for lo, hi in sentence_spans(run):
-            builder.add(run[lo:hi] + b"\n", s + lo, s + hi + 1, True)  # the closing quote reads as a break
+        for a, b in sentence_spans(window, lo, hi):  # the closing quote reads as a break
+            builder.add(window[a:b] + b"\n", start + a, start + b + 1, True)
     if not builder.size:
         return None
     raw, pieces = builder.build()
     norm = normalize(raw)
     return Layer("prose", norm.data, Compose(norm.offsets, pieces))
+
+
+def _has_quote(window: bytes, lo: int, hi: int) -> bool:
+    return window.find(b'"', lo, hi) >= 0 or window.find(b"'", lo, hi) >= 0 or window.find(b"`", lo, hi) >= 0

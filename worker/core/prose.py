@@ -179,10 +179,13 @@ def _sentences(line: bytes) -> list[bytes]:
     return [line[start:end] for start, end in sentence_spans(line)]
 
 
-def sentence_spans(text: bytes) -> Iterator[tuple[int, int]]:
+def sentence_spans(text: bytes, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int]]:
     """``[start, end)`` of the content of each one-line string literal of ``text`` that reads like a
-    sentence (the pre-check reads these as prose: an order to an AI in a string constant is one)."""
-    for match in _SENTENCE.finditer(text):
+    sentence (the pre-check reads these as prose: an order to an AI in a string constant is one).
+
+    With ``start`` and ``end``, those of ``text[start:end]``, at their offsets in ``text`` (the
+    pattern has no lookbehind and ends at ``\\Z``: ``re`` reads the bounds as the text's ends)."""
+    for match in _SENTENCE.finditer(text, start, len(text) if end is None else end):
         if match.lastindex:
             yield match.span(match.lastindex)
 
