@@ -31,25 +31,14 @@ def artifact(data: bytes) -> Artifact:
     return Artifact(sha256=hashlib.sha256(data).hexdigest(), data=data)
 
 
-# The order-aware semantic head ranks a benign window above the injection's own when the injection
-# sits 130 bytes into its window (it still votes harmful, and names that window third): a known
-# weakness of the head shipped on 2026-11-26, strict so that a model which fixes it says so.
-MISRANKED = pytest.mark.xfail(reason="conv head: a benign window outranks the injection's", strict=True)
-
-
-@pytest.mark.parametrize(
-    ("make", "before"),
-    [(make, before) for make in DETECTORS for before in (2, 6, 10) if (make, before) != (SemanticDetector, 2)]
-    + [pytest.param(SemanticDetector, 2, marks=MISRANKED)],
-)
+@pytest.mark.parametrize("before", [2, 6, 10])
+@pytest.mark.parametrize("make", DETECTORS)
 def test_the_best_window_covers_the_injection(make: type[Detector], before: int) -> None:
     """In a 3 KB benign text with one planted request, the vote's best window is the one holding
     it, wherever it sits; the vote's score is that window's, and no text rides along."""
     data = PARAGRAPH * before + PLANTED + PARAGRAPH * (12 - before)
     at = data.index(PLANTED)
     answer = make().answer(artifact(data), INJECTION)
-    covering = [w for w in answer.windows if w.view == "raw" and w.start <= at and w.end >= at + len(PLANTED)]
-    assert covering, "the injection's window is among the windows the vote names"
     best = answer.windows[0]
     assert 0 < len(answer.windows) <= TOP_WINDOWS
     assert (best.view, best.start <= at, best.end >= at + len(PLANTED)) == ("raw", True, True)

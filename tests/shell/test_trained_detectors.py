@@ -100,11 +100,9 @@ def benign_log(size: int) -> bytes:
 # The known weaknesses of the static-embedding heads (strict: a fix must remove the mark). The
 # semantic scores are scan statistics (worker.detectors.local.scan_statistic): one minus the chance that
 # the best of this many harmless windows scores as high as the artifact's best window.
-SEMANTIC_FLAGS_SHORT_PROSE = pytest.mark.xfail(
+SEMANTIC_FLAGS_LOGS_MISSES_LEAD_IN = pytest.mark.xfail(
     strict=True,
-    reason="known weakness: the order-aware PI head flags short ordinary prose alone (this lunch invitation"
-    " 0.966, a plain code comment 0.900; benchmarks/short_texts.py: 27 % of short harmless sentences);"
-    " the quorum allows them (tests/shell/test_acceptance.py::test_short_prose_the_semantic_head_flags_alone_is_allowed)",
+    reason="known weakness: the PI head scores structured log lines as harmful (out of distribution)",
 )
 SEMANTIC_FLAGS_SHORT_TEXT = pytest.mark.xfail(
     strict=True,
@@ -133,9 +131,7 @@ def test_clear_injection_is_harmful(make: type[Detector]) -> None:
     assert verdict(make(), CLEAR_INJECTION) == "harmful"
 
 
-@pytest.mark.parametrize(
-    "make", [LexicalDetector, pytest.param(SemanticDetector, marks=SEMANTIC_FLAGS_SHORT_PROSE)]
-)
+@pytest.mark.parametrize("make", [LexicalDetector, SemanticDetector])
 def test_benign_email_is_harmless(make: type[Detector]) -> None:
     """An ordinary lunch invitation is harmless under prompt-injection."""
     assert verdict(make(), BENIGN_EMAIL) == "harmless"
@@ -182,7 +178,9 @@ def test_coverage_is_complete_on_100kb(make: type[Detector]) -> None:
     assert answer.coverage.complete and answer.coverage.segments > 1
 
 
-@pytest.mark.parametrize("make", DETECTORS)
+@pytest.mark.parametrize(
+    "make", [LexicalDetector, pytest.param(SemanticDetector, marks=SEMANTIC_FLAGS_LOGS_MISSES_LEAD_IN)]
+)
 def test_deep_injection_is_found(make: type[Detector]) -> None:
     """An injection 30 KB deep inside a 60 KB benign log still makes the artifact harmful."""
     log = benign_log(60_000)
@@ -283,9 +281,7 @@ def _code_with_comment(comment: str) -> bytes:
     return f"diff --git a/pkg/s.py b/pkg/s.py\n--- a/pkg/s.py\n+++ b/pkg/s.py\n@@ -1,1 +1,33 @@\n{added}\n".encode()
 
 
-@pytest.mark.parametrize(
-    "make", [LexicalDetector, pytest.param(SemanticDetector, marks=SEMANTIC_FLAGS_SHORT_PROSE)]
-)
+@pytest.mark.parametrize("make", DETECTORS)
 def test_prose_option_reads_a_comment_in_code_as_text(make: type[Detector]) -> None:
     """With ``prose`` a request planted in a code comment is scored as the text it is (not diluted
     by the code of its window), the vote still covering every raw byte; a plain comment is not."""

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from worker.adapters.db import Gate, GateStatus, gate_from_row, utcnow
 from worker.adapters.db.engine import aware
+from worker.adapters.db.tables import NEW_GATE
 
 
 class GateRef(BaseModel):
@@ -78,18 +79,12 @@ def gates_from_snapshots(message: Any) -> dict[str, Gate]:
         gates[gate_id] = gate_from_row(
             {
                 **ref.model_dump(),
+                **NEW_GATE,
                 "policy_version": version,
                 "status": GateStatus.running,
-                "decision": None,
-                "reason": None,
-                "report": None,
-                "attempts": 0,
-                "claim": None,
-                "source": "",
                 "deadline": deadline,
                 "created_at": created,
                 "updated_at": utcnow(),
-                "decided_at": None,
             }
         )
     return gates

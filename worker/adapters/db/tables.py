@@ -142,14 +142,15 @@ def new_gate(**columns: Any) -> Gate:
     now), built as ``gate_from_row`` builds one: the intake's, on a lone gate's path.
     ``columns`` are all the others (sha256, object_key, size, policy_*, source, deadline)."""
     now = utcnow()
-    values = {**_NEW_GATE, "id": new_id(), "created_at": now, "updated_at": now, **columns}
+    values = {**NEW_GATE, "id": new_id(), "created_at": now, "updated_at": now, **columns}
     if values.keys() != _GATE_COLUMN_SET:
         raise TypeError(f"a gate has the columns {GATE_COLUMNS}, not {tuple(values)}")
     return gate_from_row(values)
 
 
 _GATE_COLUMN_SET = frozenset(GATE_COLUMNS)
-_NEW_GATE = {
+# The columns of a gate row that start the same for every new gate (what the intake writes).
+NEW_GATE = {
     "status": GateStatus.pending,
     "decision": None,
     "reason": None,
