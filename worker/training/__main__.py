@@ -42,6 +42,7 @@ from worker.training.data import (
     planted_mask,
     with_code_negatives,
     with_planted_copies,
+    with_sentences,
 )
 from worker.training.mil import error_rates
 
@@ -55,6 +56,8 @@ ENSEMBLE_CALIBRATED = POLICIES
 # Policies whose models also train on the planted copies of their records (in code and in prose):
 # the records are bare text, what the gate reads is a carrier with the instruction somewhere inside.
 TRAINED_COPIES = ("prompt-injection",)
+# Policies whose models also train on lone sentences of their harmless records (data.with_sentences).
+TRAINED_SENTENCES = ("prompt-injection",)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -118,7 +121,10 @@ def main(argv: list[str] | None = None) -> None:
         )
         extra = extra_corpus(policy)
         prose = [t for t, long in zip(extra.texts, long_mask(extra), strict=True) if long]
-        train = joined(with_planted_copies(train, datasets, policy, "train", prose=prose), extra)
+        train = with_planted_copies(train, datasets, policy, "train", prose=prose)
+        if policy in TRAINED_SENTENCES:
+            train = with_sentences(train)
+        train = joined(train, extra)
         copies = args.train_on_copies or policy in TRAINED_COPIES
         labels = np.asarray(train.labels)
         oof: dict[str, np.ndarray] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,6 +82,41 @@ def joined(first: Corpus, second: Corpus) -> Corpus:
         groups=first.groups + second.groups,
         ids=first.ids + second.ids,
     )
+
+
+# Short harmless texts (a chat line, a ticket's one sentence) are much of what the gate reads, and
+# the labelled records are whole documents: a model that never saw a lone harmless sentence flags
+# them (benchmarks/short_texts.py). Each harmless train record also lends up to two of its sentences
+# as harmless records of the same group (so the same CV fold as their source).
+SENTENCE_SUFFIX = "#sentence"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def with_sentences(corpus: Corpus, per_record: int = 2, seed: int = 0) -> Corpus:
+    """``corpus`` plus up to ``per_record`` random sentences (15-300 characters) of each of its own
+    harmless records, as harmless records of the same group."""
+    rng = random.Random(seed)
+    texts, labels, groups, ids = (
+        list(corpus.texts),
+        list(corpus.labels),
+        list(corpus.groups),
+        list(corpus.ids),
+    )
+    own = own_mask(corpus)  # not the borrowed code negatives, not the planted copies
+    for text, label, group, record, mine in zip(
+        corpus.texts, corpus.labels, corpus.groups, corpus.ids, own, strict=True
+    ):
+        if label != 0 or not mine:
+            continue
+        found = [part.strip() for part in _SENTENCE_END.split(text) if 15 <= len(part.strip()) <= 300]
+        if len(found) < 2:  # a one-sentence record is its own sentence
+            continue
+        for index, sentence in enumerate(rng.sample(found, min(per_record, len(found)))):
+            texts.append(sentence)
+            labels.append(0)
+            groups.append(group)
+            ids.append(f"{record}{SENTENCE_SUFFIX}{index}")
+    return Corpus(texts=texts, labels=labels, groups=groups, ids=ids)
 
 
 def long_mask(corpus: Corpus) -> np.ndarray:
