@@ -11,9 +11,10 @@ and slices of real release diffs), and on two planted copies of every train
 record: one inside code, one inside the long harmless carriers (1-16 KB). The
 quorum thresholds weigh the long carriers' false alarms as a term of their own.
 Both policies' models read a diff without its removed lines (``added_only``).
-A semantic recipe may pick the order-aware convolutional head (``head="conv"``,
-``worker.training.conv``): it needs torch (``pip install torch==2.13.0``, the
-CPU build) and about 60 minutes on 2 cores for prompt-injection.
+Prompt-injection's semantic head is the order-aware convolutional one
+(``head="conv"``, ``worker.training.conv``): it needs torch (``pip install
+torch==2.13.0``, the CPU build) and about 60 minutes on 2 cores; its train
+split also lends lone sentences of its harmless records (``with_sentences``).
 Other policies score their copies only (``--train-on-copies`` trains on them).
 Dev is never read here.
 """

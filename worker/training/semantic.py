@@ -65,18 +65,20 @@ RECIPES: dict[str, SemanticRecipe] = {
     # thresholds re-chosen for each; the out-of-fold scores re-read, the model unchanged):
     # 170 windows 0.5517, 64 0.5499, 35 0.5451, 16 0.5413, 8 0.5382, 4 0.5410, 2 0.5436, 1 0.5506.
     # Eight windows (3.5 KB): carriers flagged by the head alone 44 / 37 / 18 %.
-    # The order-aware head (head="conv", worker.training.conv) on the same data scored better on the
-    # train quorum objective (0.5237 at 8 windows, 0.5147 at 4), dev (FNR 7.3 -> 5.7 %, FPR the same)
-    # and planted copies (+3-4 points), but flagged all 45 ordinary notes of the IMAP test mailbox
-    # and more short harmless sentences (benchmarks/short_texts.py: gate 2.6 -> 4.7 %), and its
-    # quorum loosened the lexical threshold until one note was quarantined. Not shipped; see
-    # docs/measurements.md.
+    # Prompt-injection's head reads the window's tokens in order (ConvHead): pooled vectors cannot
+    # tell "ignore the tool output" from "the tool output says to ignore". Train group-CV quorum
+    # objective, the same data, lexical model and thresholds search: pooled MLP at 8 windows 0.5382,
+    # the convolutional head 0.5237 (alone it is no better: FNR / FPR 23.0 / 15.6 % against 19.8 /
+    # 15.8 %; it errs on other records than the lexical model). Its reference by the same sweep:
+    # 170 windows 0.5417, 35 0.5306, 16 0.5294, 8 0.5237, 6 0.5199, 5 0.5190, 4 0.5147, 3 0.5214,
+    # 2 0.5175, 1 0.5195. Trained on that data alone it flagged every ordinary note of the IMAP test
+    # mailbox; with lone sentences of the harmless records among the negatives (data.with_sentences)
+    # it ships. MIL inside the fit (rounds=0 here; worker.training.conv).
     "prompt-injection": SemanticRecipe(
         window=512,
         overlap=128,
-        c=1e-2,
-        hidden=64,
-        mil=MilConfig(rounds=1, scan_statistic=0.0, reference_windows=8.0),
+        mil=MilConfig(rounds=0, scan_statistic=0.0, reference_windows=4.0),
+        head="conv",
     ),
     "malicious-package": SemanticRecipe(
         window=2048,
