@@ -148,18 +148,19 @@ def new_gate(**columns: Any) -> Gate:
     return gate_from_row(values)
 
 
+def _plain_defaults(cls: type[SQLModel]) -> dict[str, Any]:
+    """A table class's columns with a fixed default, and that default (not the factory ones)."""
+    return {
+        name: field.default
+        for name, field in cls.model_fields.items()
+        if not field.is_required() and field.default_factory is None
+    }
+
+
 _GATE_COLUMN_SET = frozenset(GATE_COLUMNS)
-# The columns of a gate row that start the same for every new gate (what the intake writes).
-NEW_GATE = {
-    "status": GateStatus.pending,
-    "decision": None,
-    "reason": None,
-    "report": None,
-    "attempts": 0,
-    "claim": None,
-    "source": "",
-    "decided_at": None,
-}
+# The columns of a gate row that start the same for every new gate (status pending, no decision,
+# no attempt, ...), read off ``Gate`` itself so the two cannot drift.
+NEW_GATE = _plain_defaults(Gate)
 
 
 def _empty(cls: type[Any]) -> Any:
@@ -198,8 +199,11 @@ def new_submission(sha256: str, gate_ids: Sequence[str]) -> Submission:
     """A submission not stored yet (``Submission``'s defaults), built as ``new_gate`` builds a gate."""
     sub: Submission = _empty(Submission)
     values = {"id": new_id(), "sha256": sha256, "gate_ids": json.dumps(list(gate_ids))}
-    sub.__dict__.update(values, status="pending", published=False, created_at=utcnow())
+    sub.__dict__.update(_NEW_SUBMISSION, **values, created_at=utcnow())
     return sub
+
+
+_NEW_SUBMISSION = _plain_defaults(Submission)  # status pending, not published
 
 
 class AuditEvent(SQLModel, table=True):
