@@ -106,7 +106,7 @@ class ConvTrainer:
         keep = np.ones(len(y), dtype=bool)
         for epoch in range(self.config.epochs):
             if epoch == 1:
-                keep = self._witnesses(net, vectors, x, y)
+                keep = self._witnesses(net, vectors, x, y, lengths)
             net.train()
             for batch in _batches(np.flatnonzero(keep), lengths, self.config.batch, rng):
                 width = max(1, int(lengths[batch].max()))
@@ -122,14 +122,15 @@ class ConvTrainer:
         self.state = {name: value.detach().numpy().copy() for name, value in net.state_dict().items()}
         return self
 
-    def _witnesses(self, net: Any, vectors: Any, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def _witnesses(
+        self, net: Any, vectors: Any, x: np.ndarray, y: np.ndarray, lengths: np.ndarray
+    ) -> np.ndarray:
         """Harmless windows, and the harmful windows within ``margin`` of their artifact's best."""
         import torch
 
         net.eval()
         harmful = np.flatnonzero(y == 1)
         logits = np.zeros(len(y), dtype=np.float32)
-        lengths = (x[:, 1:] != PAD).sum(axis=1)
         with torch.no_grad():
             for batch in _batches(harmful, lengths, 1024, None):
                 width = max(1, int(lengths[batch].max()))
@@ -161,16 +162,8 @@ class ConvTrainer:
         }
 
     def head(self) -> ConvHead:
-        arrays = self.arrays()
-        return ConvHead(
-            table=np.ascontiguousarray(self.vectors @ arrays["proj"]),
-            conv1=arrays["conv1"],
-            bias1=arrays["bias1"],
-            conv2=arrays["conv2"],
-            bias2=arrays["bias2"],
-            dense=(arrays["w0"], arrays["w1"]),
-            dense_bias=(arrays["b0"], arrays["b1"]),
-        )
+        """The run-time head, built from the artifact's arrays as the detector builds it."""
+        return ConvHead.from_archive(self.arrays(), self.vectors)
 
     def decision_function(self, x: np.ndarray) -> np.ndarray:
         """Logits computed by the run-time :class:`ConvHead`, so training and scanning agree."""

@@ -11,6 +11,7 @@ runs at scan time, so the cost is one tokenizer pass and a gather.
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,7 +142,8 @@ class ConvHead:
         object.__setattr__(self, "taps", taps)
 
     @classmethod
-    def from_archive(cls, archive: np.lib.npyio.NpzFile, vectors: np.ndarray) -> ConvHead:
+    def from_archive(cls, archive: Mapping[str, np.ndarray], vectors: np.ndarray) -> ConvHead:
+        """The head of a ``semantic.npz`` (or of the same arrays in memory) over ``vectors``."""
         layers = int(archive["layers"])
         return cls(
             table=np.ascontiguousarray(vectors @ archive["proj"].astype(np.float32)),
