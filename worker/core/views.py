@@ -14,11 +14,47 @@ artifact with :func:`view_bytes` to show them. The names:
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Iterator
+from itertools import accumulate
+
 from worker.core.diff import parse_diff
 from worker.core.mail import decoded_text_parts
 from worker.core.prose import diff_prose
 
-View = bytes | bytearray  # a view as built (the prose view is the buffer it was gathered in)
+
+class Spliced:
+    """Pieces of one buffer read as if joined, without the copy: ``len`` and slices (``[a:b]``
+    gives bytes) as the joined bytes would. A diff without its removed lines is most of the diff;
+    joined, it doubled a large release in memory while its windows were scored."""
+
+    __slots__ = ("_ends", "_pieces")
+
+    def __init__(self, pieces: list[memoryview]) -> None:
+        self._pieces = [piece for piece in pieces if len(piece)]
+        self._ends = list(accumulate(len(piece) for piece in self._pieces))
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def __getitem__(self, key: slice) -> bytes:
+        start, stop, step = key.indices(len(self))
+        if step != 1:
+            raise ValueError("a spliced view is read in contiguous slices")
+        out: list[memoryview] = []
+        index = bisect_right(self._ends, start)
+        while start < stop and index < len(self._pieces):
+            begin = self._ends[index] - len(self._pieces[index])
+            take = min(stop, self._ends[index])
+            out.append(self._pieces[index][start - begin : take - begin])
+            start, index = take, index + 1
+        return b"".join(out)
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self._pieces)
+
+
+View = bytes | bytearray | Spliced  # a view as built (the prose view is the buffer it was gathered in)
 
 RAW, ADDED, PROSE, DECODED = "raw", "added", "prose", "decoded:"
 
@@ -27,26 +63,35 @@ def added_view(data: bytes) -> bytes:
     """What a release adds: a unified diff without its removed lines (headers, hunk lines, context
     and added lines kept); anything that is not a diff, as it is. A release that deletes a clipper
     is not a clipper, so a model trained on this view never reads removed code."""
+    view = _added(data)
+    return view if isinstance(view, bytes) else bytes(view)
+
+
+def _added(data: bytes) -> bytes | Spliced:
+    """:func:`added_view` without the copy: the kept pieces of ``data`` as a :class:`Spliced`."""
     diff = parse_diff(data)
     if diff is None or not len(diff.removed):
         return data
+    whole = memoryview(data)
     pieces, last = [], 0
     for start, end in diff.removed.tolist():
-        pieces.append(data[last:start])
+        pieces.append(whole[last:start])
         last = end
-    pieces.append(data[last:])
-    return b"".join(pieces)
+    pieces.append(whole[last:])
+    return Spliced(pieces)
 
 
-def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) -> list[tuple[str, View]]:
-    """Every view a windowed model reads, by name: the raw bytes (or, ``added_only``, the diff
-    without its removed lines), each decoded e-mail text part and, with ``prose``, a diff's prose."""
-    first = added_view(data) if added_only else data
-    views: list[tuple[str, View]] = [(RAW if first is data else ADDED, first)]
-    views += [(f"{DECODED}{i}", part) for i, part in enumerate(decoded_text_parts(data))]
+def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) -> Iterator[tuple[str, View]]:
+    """Every view a windowed model reads, by name, each built only when the one before is read: the
+    raw bytes (or, ``added_only``, the diff without its removed lines), each decoded e-mail text
+    part and, with ``prose``, a diff's prose."""
+    first = _added(data) if added_only else data
+    yield (RAW if first is data else ADDED), first
+    del first
+    for index, part in enumerate(decoded_text_parts(data)):
+        yield f"{DECODED}{index}", part
     if prose and (text := diff_prose(data)):
-        views.append((PROSE, text))
-    return views
+        yield PROSE, text
 
 
 def view_bytes(data: bytes, view: str) -> View | None:
