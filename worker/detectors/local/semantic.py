@@ -51,9 +51,10 @@ class SemanticModel:
     null: WindowNull | None = None
     added_only: bool = False  # reads a diff's added lines and context only (worker.core.views.added_view)
 
-    # Window text per call: the tokenizer's encodings of 1 MB peaked at +37 MB a vote, 512 KB at +18;
-    # smaller batches cost CPU (256 KB: +13 %). Not a field: how a vote is computed, not what was trained.
-    batch_bytes = 512 << 10
+    # Window text per call: the tokenizer's encodings and token ids of 512 KB peaked at +18 MB a
+    # vote, 128 KB at +5 MB, for about the same CPU once the conv head reads 32 windows at a time.
+    # Not a field: how a vote is computed, not what was trained.
+    batch_bytes = 128 << 10
 
     def logits(self, windows: list[str]) -> np.ndarray:
         if isinstance(self.head, ConvHead):
