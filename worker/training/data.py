@@ -221,31 +221,98 @@ def planted(rng: random.Random, text: str, code: list[bytes], context: int = PLA
     return f"{before}\n{body}\n{after}"
 
 
-# Prose carriers: each record also gets a second copy inside README text of log-uniform 1-16 KB
-# (cut from the extra corpus's long README documents), at a random line, as it is, as an HTML
-# comment or as a quotation, so the models learn the instruction apart from the prose around it.
+# Carriers: each record also gets a second copy inside a harmless carrier of log-uniform 1-16 KB of
+# README text (cut from the extra corpus's long README documents), shaped as one of the kinds the
+# producers emit, at a random depth: README prose (the record as it is, as an HTML comment or as a
+# quotation), an e-mail with headers and a MIME text part, an issue with comments, a Markdown or CSV
+# table (the record in a cell), JSON tool output (the record in a string value) or a web page (the
+# record in a paragraph or in hidden markup). The models learn the instruction apart from the
+# carrier around it; the same shapes around harmless records keep the shape itself harmless.
 LONG_PLANTED_SIZES = (1024, 16384)
 LONG_PLANTED_SUFFIX = "#long"
 _PROSE_FORMATS = ("{}", "<!-- {} -->", "> {}")
+_HIDDEN_FORMATS = (
+    "<p>{}</p>",
+    "<!-- {} -->",
+    '<div style="display:none">{}</div>',
+    '<span style="color:#fff;font-size:0">{}</span>',
+    "<details><summary>Details</summary>{}</details>",
+    '<p hidden aria-hidden="true">{}</p>',
+)
+_SENDERS = ("alerts@service.example", "jo.martin@partner.example", "digest@lists.example.net")
+_SUBJECTS = ("Weekly digest", "Re: your request", "Invoice and notes", "Fwd: project status")
+_TITLES = ("Error after update", "Question about setup", "Feature request", "Timeout in CI")
 
 
-def planted_in_prose(rng: random.Random, text: str, prose: list[str]) -> str:
-    """``text`` set at a random line boundary of a random-size cut of a random ``prose`` document."""
+def _host(rng: random.Random, prose: list[str]) -> str:
+    """A random-size cut (``LONG_PLANTED_SIZES``, log-uniform) of a random ``prose`` document."""
     low, high = (np.log(size) for size in LONG_PLANTED_SIZES)
     size = int(np.exp(rng.uniform(low, high)))
     data = rng.choice(prose).encode("utf-8")
     start = rng.randrange(max(1, len(data) - size))
-    host = data[start : start + size].decode("utf-8", errors="ignore")
+    return data[start : start + size].decode("utf-8", errors="ignore")
+
+
+def _at_line(rng: random.Random, host: str, body: str) -> str:
+    """``body`` as its own line(s) at a random line boundary of ``host``."""
     cut = host.rfind("\n", 0, rng.randrange(len(host) + 1)) + 1
-    body = rng.choice(_PROSE_FORMATS).format(text)
     return f"{host[:cut]}{body}\n{host[cut:]}"
+
+
+def _in_rows(rng: random.Random, host: str, text: str) -> str:
+    """The host's lines as table rows (Markdown or CSV), ``text`` flattened into one cell."""
+    flat = " ".join(text.split())
+    lines = [" ".join(line.split())[:100] for line in host.split("\n") if line.strip()]
+    if rng.random() < 0.5:
+        rows = [f"| {i} | {line.replace('|', '/')} | {rng.randrange(1, 99)} |" for i, line in enumerate(lines, 1)]
+        rows.insert(rng.randrange(len(rows) + 1), f"| {len(rows) + 1} | {flat.replace('|', '/')} | 0 |")
+        return "| # | entry | n |\n|---|---|---|\n" + "\n".join(rows) + "\n"
+    rows = [f'{i},"{line.replace(chr(34), chr(39))}",{rng.randrange(1, 99)}' for i, line in enumerate(lines, 1)]
+    rows.insert(rng.randrange(len(rows) + 1), f'{len(rows) + 1},"{flat.replace(chr(34), chr(39))}",0')
+    return "id,entry,n\n" + "\n".join(rows) + "\n"
+
+
+def _in_json(rng: random.Random, host: str, text: str) -> str:
+    """The host's paragraphs as JSON tool output, ``text`` as one string value among them."""
+    paragraphs = [p.strip() for p in host.split("\n\n") if p.strip()] or [host]
+    key = rng.choice(("snippet", "content", "body", "text"))
+    items: list[dict[str, object]] = [{"id": i, key: p} for i, p in enumerate(paragraphs)]
+    items.insert(rng.randrange(len(items) + 1), {"id": len(items), key: text})
+    doc = {rng.choice(("results", "items", "data", "messages")): items, "status": "ok"}
+    return json.dumps(doc, indent=rng.choice((None, 2)), ensure_ascii=False)
+
+
+def planted_in_carrier(rng: random.Random, text: str, prose: list[str]) -> str:
+    """``text`` inside a 1-16 KB carrier of a random kind made of ``prose`` (see above)."""
+    host = _host(rng, prose)
+    kind = rng.randrange(6)
+    if kind == 0:  # README prose
+        return _at_line(rng, host, rng.choice(_PROSE_FORMATS).format(text))
+    if kind == 1:  # e-mail
+        headers = (
+            f"From: {rng.choice(_SENDERS)}\nTo: me@example.org\nSubject: {rng.choice(_SUBJECTS)}\n"
+            f"Date: Wed, {rng.randrange(1, 28)} Aug 2026 1{rng.randrange(10)}:{rng.randrange(60):02d}:00 +0200\n"
+            f"Message-ID: <{rng.getrandbits(40):x}@mx.example.net>\nMIME-Version: 1.0\n"
+            "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit\n\n"
+        )
+        return headers + _at_line(rng, host, text)
+    if kind == 2:  # issue or ticket
+        head = f"#{rng.randrange(10, 99999)} {rng.choice(_TITLES)}\nopened by user{rng.randrange(999)} · {rng.choice(('bug', 'question', 'triage'))}\n\n"
+        return head + _at_line(rng, host, text) + "\n---\nmaintainer commented: thanks, will look.\n"
+    if kind == 3:
+        return _in_rows(rng, host, text)
+    if kind == 4:
+        return _in_json(rng, host, text)
+    body = "\n".join(f"<p>{p.strip()}</p>" for p in host.split("\n\n") if p.strip())
+    page = _at_line(rng, body, rng.choice(_HIDDEN_FORMATS).format(" ".join(text.split())))
+    return f"<!doctype html><html><head><title>Docs</title></head><body>\n{page}</body></html>\n"
 
 
 def with_planted_copies(
     corpus: Corpus, datasets_dir: Path, policy: str, split: str, seed: int = 0, prose: list[str] | None = None
 ) -> Corpus:
     """``corpus`` plus one planted copy of each of its own records, if the policy has ``PLANTED``
-    (and a second one inside ``prose`` documents, if given)."""
+    (and a second one inside a carrier made of ``prose`` documents, if given)."""
     source = PLANTED.get(policy)
     if source is None:
         return corpus
@@ -264,7 +331,7 @@ def with_planted_copies(
             groups.append(corpus.groups[index])
             ids.append(corpus.ids[index] + PLANTED_SUFFIX)
             if prose:
-                texts.append(planted_in_prose(rng, corpus.texts[index], prose))
+                texts.append(planted_in_carrier(rng, corpus.texts[index], prose))
                 labels.append(corpus.labels[index])
                 groups.append(corpus.groups[index])
                 ids.append(corpus.ids[index] + LONG_PLANTED_SUFFIX + PLANTED_SUFFIX)
