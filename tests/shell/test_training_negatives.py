@@ -17,7 +17,6 @@ from worker.training.data import (
     LONG_GROUP_PREFIX,
     LONG_PLANTED_SIZES,
     LONG_PLANTED_SUFFIX,
-    planted_in_carrier,
     PLANTED_CONTEXT,
     PLANTED_SUFFIX,
     Corpus,
@@ -26,7 +25,9 @@ from worker.training.data import (
     long_mask,
     own_mask,
     planted,
+    planted_in_carrier,
     planted_mask,
+    with_carriers_alone,
     with_code_negatives,
     with_planted_copies,
 )
@@ -318,14 +319,35 @@ def test_carrier_copies_come_in_every_kind_and_hold_the_whole_record():
         assert all(word in copy for word in record.split()), copy[:200]
         assert LONG_PLANTED_SIZES[0] <= len(copy.encode()) and "Install the package" in copy
         shapes.add(
-            "email" if copy.startswith("From: ")
-            else "web" if copy.startswith("<!doctype")
-            else "json" if copy.startswith("{")
-            else "table" if copy.startswith(("| # |", "id,entry"))
-            else "issue" if copy.startswith("#")
+            "email"
+            if copy.startswith("From: ")
+            else "web"
+            if copy.startswith("<!doctype")
+            else "json"
+            if copy.startswith("{")
+            else "table"
+            if copy.startswith(("| # |", "id,entry"))
+            else "issue"
+            if copy.startswith("#")
             else "readme"
         )
     assert shapes == {"email", "web", "json", "table", "issue", "readme"}
+
+
+def test_carriers_alone_are_harmless_long_carriers_in_their_documents_groups():
+    """The carriers with nothing planted come in the same shapes, harmless, in the group of the
+    document they were cut from (its CV fold), and count with the long carriers."""
+    prose = ["## Usage\n\nInstall the package and import it.\n\n" * 800, "Changelog\n\n- fixed\n" * 900]
+    groups = [f"{LONG_GROUP_PREFIX}pypi:a", f"{LONG_GROUP_PREFIX}pypi:b"]
+    empty = Corpus(texts=[], labels=[], groups=[], ids=[])
+    corpus = with_carriers_alone(empty, prose, groups, 60)
+    assert len(corpus.texts) == 60 and set(corpus.labels) == {0}
+    assert set(corpus.groups) == set(groups) and long_mask(corpus).all() and own_mask(corpus).all()
+    for text, group in zip(corpus.texts, corpus.groups, strict=True):
+        assert ("Install the package" in text) == group.endswith(":a")
+    assert any(t.startswith("<!doctype") for t in corpus.texts) and any(
+        t.startswith("From: ") for t in corpus.texts
+    )
 
 
 def test_long_readme_documents_count_as_their_own_term_in_the_quorum_search():

@@ -32,6 +32,7 @@ import numpy as np
 
 from worker.detectors.local.windows import models_dir
 from worker.training.data import (
+    PLANTED,
     POLICIES,
     Corpus,
     default_datasets_dir,
@@ -41,6 +42,7 @@ from worker.training.data import (
     long_mask,
     own_mask,
     planted_mask,
+    with_carriers_alone,
     with_code_negatives,
     with_planted_copies,
     with_sentences,
@@ -121,10 +123,15 @@ def main(argv: list[str] | None = None) -> None:
             load_corpus(datasets, policy, "train"), datasets, policy, "train", prose=args.prose_negatives
         )
         extra = extra_corpus(policy)
-        prose = [t for t, long in zip(extra.texts, long_mask(extra), strict=True) if long]
+        long = long_mask(extra)
+        prose = [t for t, is_long in zip(extra.texts, long, strict=True) if is_long]
+        prose_groups = [g for g, is_long in zip(extra.groups, long, strict=True) if is_long]
         train = with_planted_copies(train, datasets, policy, "train", prose=prose)
         if policy in TRAINED_SENTENCES:
             train = with_sentences(train)
+        if policy in PLANTED:  # as many carriers alone as there are attacks planted in carriers
+            attacks = int((np.asarray(train.labels) == 1)[own_mask(train)].sum())
+            train = with_carriers_alone(train, prose, prose_groups, attacks)
         train = joined(train, extra)
         copies = args.train_on_copies or policy in TRAINED_COPIES
         labels = np.asarray(train.labels)

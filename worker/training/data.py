@@ -264,10 +264,14 @@ def _in_rows(rng: random.Random, host: str, text: str) -> str:
     flat = " ".join(text.split())
     lines = [" ".join(line.split())[:100] for line in host.split("\n") if line.strip()]
     if rng.random() < 0.5:
-        rows = [f"| {i} | {line.replace('|', '/')} | {rng.randrange(1, 99)} |" for i, line in enumerate(lines, 1)]
+        rows = [
+            f"| {i} | {line.replace('|', '/')} | {rng.randrange(1, 99)} |" for i, line in enumerate(lines, 1)
+        ]
         rows.insert(rng.randrange(len(rows) + 1), f"| {len(rows) + 1} | {flat.replace('|', '/')} | 0 |")
         return "| # | entry | n |\n|---|---|---|\n" + "\n".join(rows) + "\n"
-    rows = [f'{i},"{line.replace(chr(34), chr(39))}",{rng.randrange(1, 99)}' for i, line in enumerate(lines, 1)]
+    rows = [
+        f'{i},"{line.replace(chr(34), chr(39))}",{rng.randrange(1, 99)}' for i, line in enumerate(lines, 1)
+    ]
     rows.insert(rng.randrange(len(rows) + 1), f'{len(rows) + 1},"{flat.replace(chr(34), chr(39))}",0')
     return "id,entry,n\n" + "\n".join(rows) + "\n"
 
@@ -282,9 +286,12 @@ def _in_json(rng: random.Random, host: str, text: str) -> str:
     return json.dumps(doc, indent=rng.choice((None, 2)), ensure_ascii=False)
 
 
-def planted_in_carrier(rng: random.Random, text: str, prose: list[str]) -> str:
-    """``text`` inside a 1-16 KB carrier of a random kind made of ``prose`` (see above)."""
+def planted_in_carrier(rng: random.Random, text: str | None, prose: list[str]) -> str:
+    """``text`` inside a 1-16 KB carrier of a random kind made of ``prose`` (see above); with
+    ``text`` None, the carrier alone."""
     host = _host(rng, prose)
+    if text is None:
+        return _carrier_alone(rng, host)
     kind = rng.randrange(6)
     if kind == 0:  # README prose
         return _at_line(rng, host, rng.choice(_PROSE_FORMATS).format(text))
@@ -306,6 +313,38 @@ def planted_in_carrier(rng: random.Random, text: str, prose: list[str]) -> str:
     body = "\n".join(f"<p>{p.strip()}</p>" for p in host.split("\n\n") if p.strip())
     page = _at_line(rng, body, rng.choice(_HIDDEN_FORMATS).format(" ".join(text.split())))
     return f"<!doctype html><html><head><title>Docs</title></head><body>\n{page}</body></html>\n"
+
+
+def _carrier_alone(rng: random.Random, host: str) -> str:
+    """A carrier of a random kind around ``host`` with nothing planted (the shapes of
+    :func:`planted_in_carrier`)."""
+    lines = [line for line in host.split("\n") if line.strip()] or [host]
+    # the carrier is built around one of its own lines, moved in as the planted text would be
+    line = lines.pop(rng.randrange(len(lines)))
+    return planted_in_carrier(rng, line, ["\n".join(lines) or line])
+
+
+# The carrier copies put two thirds of the train records, the attacks, in every e-mail, issue,
+# table, JSON and web carrier: the shape would read as harmful. As many carriers again hold no
+# record (harmless, in the group of the document they were cut from, and so in its CV fold; counted
+# with the long carriers in the quorum objective).
+CARRIER_ALONE_SUFFIX = "#carrier"
+
+
+def with_carriers_alone(
+    corpus: Corpus, prose: list[str], prose_groups: list[str], count: int, seed: int = 0
+) -> Corpus:
+    """``corpus`` plus ``count`` harmless carriers of ``prose`` documents with nothing planted."""
+    rng = random.Random(seed)
+    texts, labels = list(corpus.texts), list(corpus.labels)
+    groups, ids = list(corpus.groups), list(corpus.ids)
+    for index in range(count):
+        source = rng.randrange(len(prose))
+        texts.append(planted_in_carrier(rng, None, [prose[source]]))
+        labels.append(0)
+        groups.append(prose_groups[source])
+        ids.append(f"carrier-{index}{CARRIER_ALONE_SUFFIX}")
+    return Corpus(texts=texts, labels=labels, groups=groups, ids=ids)
 
 
 def with_planted_copies(
