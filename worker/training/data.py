@@ -221,14 +221,14 @@ def planted(rng: random.Random, text: str, code: list[bytes], context: int = PLA
     return f"{before}\n{body}\n{after}"
 
 
-# Carriers: each record also gets a second copy inside a harmless carrier of log-uniform 1-16 KB of
+# Carriers: each record also gets a second copy inside a harmless carrier of log-uniform 128 B-16 KB of
 # README text (cut from the extra corpus's long README documents), shaped as one of the kinds the
 # producers emit, at a random depth: README prose (the record as it is, as an HTML comment or as a
 # quotation), an e-mail with headers and a MIME text part, an issue with comments, a Markdown or CSV
 # table (the record in a cell), JSON tool output (the record in a string value) or a web page (the
 # record in a paragraph or in hidden markup). The models learn the instruction apart from the
 # carrier around it; the same shapes around harmless records keep the shape itself harmless.
-LONG_PLANTED_SIZES = (1024, 16384)
+LONG_PLANTED_SIZES = (128, 16384)
 LONG_PLANTED_SUFFIX = "#long"
 _PROSE_FORMATS = ("{}", "<!-- {} -->", "> {}")
 _HIDDEN_FORMATS = (
@@ -287,7 +287,7 @@ def _in_json(rng: random.Random, host: str, text: str) -> str:
 
 
 def planted_in_carrier(rng: random.Random, text: str | None, prose: list[str]) -> str:
-    """``text`` inside a 1-16 KB carrier of a random kind made of ``prose`` (see above); with
+    """``text`` inside a 128 B-16 KB carrier of a random kind made of ``prose`` (see above); with
     ``text`` None, the carrier alone."""
     host = _host(rng, prose)
     if text is None:
@@ -295,14 +295,24 @@ def planted_in_carrier(rng: random.Random, text: str | None, prose: list[str]) -
     kind = rng.randrange(6)
     if kind == 0:  # README prose
         return _at_line(rng, host, rng.choice(_PROSE_FORMATS).format(text))
-    if kind == 1:  # e-mail
-        headers = (
-            f"From: {rng.choice(_SENDERS)}\nTo: me@example.org\nSubject: {rng.choice(_SUBJECTS)}\n"
-            f"Date: Wed, {rng.randrange(1, 28)} Aug 2026 1{rng.randrange(10)}:{rng.randrange(60):02d}:00 +0200\n"
-            f"Message-ID: <{rng.getrandbits(40):x}@mx.example.net>\nMIME-Version: 1.0\n"
-            "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 8bit\n\n"
-        )
-        return headers + _at_line(rng, host, text)
+    if kind == 1:  # e-mail: a random choice and order of the usual headers
+        fields = [
+            f"From: {rng.choice(_SENDERS)}",
+            f"To: {rng.choice(('me@example.org', 'team@corp.example', 'Ana <ana@home.example>'))}",
+            f"Subject: {rng.choice(_SUBJECTS)}",
+        ]
+        optional = [
+            f"Date: Wed, {rng.randrange(1, 28)} Aug 2026 1{rng.randrange(10)}:{rng.randrange(60):02d}:00 +0200",
+            f"Message-ID: <{rng.getrandbits(40):x}@mx.example.net>",
+            "MIME-Version: 1.0",
+            f"Content-Type: text/plain; charset={rng.choice(('utf-8', 'UTF-8', 'us-ascii'))}",
+            f"Content-Transfer-Encoding: {rng.choice(('8bit', '7bit', 'quoted-printable'))}",
+            "Cc: ops@corp.example",
+            f"Reply-To: {rng.choice(_SENDERS)}",
+        ]
+        fields += rng.sample(optional, rng.randrange(len(optional) + 1))
+        rng.shuffle(fields)
+        return "\n".join(fields) + "\n\n" + _at_line(rng, host, text)
     if kind == 2:  # issue or ticket
         head = f"#{rng.randrange(10, 99999)} {rng.choice(_TITLES)}\nopened by user{rng.randrange(999)} · {rng.choice(('bug', 'question', 'triage'))}\n\n"
         return head + _at_line(rng, host, text) + "\n---\nmaintainer commented: thanks, will look.\n"
@@ -321,28 +331,40 @@ def _carrier_alone(rng: random.Random, host: str) -> str:
     lines = [line for line in host.split("\n") if line.strip()] or [host]
     # the carrier is built around one of its own lines, moved in as the planted text would be
     line = lines.pop(rng.randrange(len(lines)))
-    return planted_in_carrier(rng, line, ["\n".join(lines) or line])
+    return planted_in_carrier(rng, line, ["\n".join(lines)])
 
 
 # The carrier copies put two thirds of the train records, the attacks, in every e-mail, issue,
 # table, JSON and web carrier: the shape would read as harmful. As many carriers again hold no
-# record (harmless, in the group of the document they were cut from, and so in its CV fold; counted
-# with the long carriers in the quorum objective).
+# record, harmless: half made of the prose documents (in the group of the document they were cut
+# from, and so in its CV fold; counted with the long carriers in the quorum objective), half of
+# the corpus's own harmless records (a short e-mail or ticket of ordinary text, in the record's group).
 CARRIER_ALONE_SUFFIX = "#carrier"
 
 
 def with_carriers_alone(
     corpus: Corpus, prose: list[str], prose_groups: list[str], count: int, seed: int = 0
 ) -> Corpus:
-    """``corpus`` plus ``count`` harmless carriers of ``prose`` documents with nothing planted."""
+    """``corpus`` plus ``count`` harmless carriers with nothing planted, of ``prose`` documents or
+    of the corpus's own harmless records."""
     rng = random.Random(seed)
     texts, labels = list(corpus.texts), list(corpus.labels)
     groups, ids = list(corpus.groups), list(corpus.ids)
+    harmless = [
+        i
+        for i, (label, own) in enumerate(zip(corpus.labels, own_mask(corpus), strict=True))
+        if own and not label
+    ]
     for index in range(count):
-        source = rng.randrange(len(prose))
-        texts.append(planted_in_carrier(rng, None, [prose[source]]))
+        if harmless and rng.random() < 0.5:
+            source = rng.choice(harmless)
+            host, group = corpus.texts[source], corpus.groups[source]
+        else:
+            source = rng.randrange(len(prose))
+            host, group = prose[source], prose_groups[source]
+        texts.append(planted_in_carrier(rng, None, [host]))
         labels.append(0)
-        groups.append(prose_groups[source])
+        groups.append(group)
         ids.append(f"carrier-{index}{CARRIER_ALONE_SUFFIX}")
     return Corpus(texts=texts, labels=labels, groups=groups, ids=ids)
 
