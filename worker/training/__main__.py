@@ -8,12 +8,14 @@ Prompt-injection trains on its train split plus the committed extra corpus
 (``worker/training/corpus/data``: generated attacks and look-alikes in ten
 languages and many carriers, NotInject, README slices, long README documents
 and slices of real release diffs), and on two planted copies of every train
-record: one inside code, one inside the long harmless carriers (1-16 KB). The
-quorum thresholds weigh the long carriers' false alarms as a term of their own.
+record: one inside code, one inside a carrier of 128 B-16 KB (README prose,
+e-mail, issue, table, JSON tool output or web page), beside as many such
+carriers with nothing planted. The quorum thresholds weigh the long carriers'
+false alarms as a term of their own.
 Both policies' models read a diff without its removed lines (``added_only``).
 Prompt-injection's semantic head is the order-aware convolutional one
 (``head="conv"``, ``worker.training.conv``): it needs torch (``pip install
-torch==2.13.0``, the CPU build) and about 60 minutes on 2 cores; its train
+torch==2.13.0``, the CPU build) and 15-60 minutes on 2 cores; its train
 split also lends lone sentences of its harmless records (``with_sentences``).
 Other policies score their copies only (``--train-on-copies`` trains on them).
 Dev is never read here.
