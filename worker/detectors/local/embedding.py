@@ -155,9 +155,10 @@ class ConvHead:
             dense_bias=tuple(archive[f"b{i}"].astype(np.float32) for i in range(layers)),
         )
 
-    # Windows convolved at once: 32 windows of 512 bytes hold ~4k tokens, ~4 MB of activations that
-    # stay in cache. 256 windows (~35k tokens) peaked at +149 MB on a 10 MB diff and cost 25 % more
-    # CPU; 16 saved 9 MB more for 15 % more CPU (benchmarks/scan_memory.py).
+    # Windows convolved at once: 32 windows of 512 bytes hold ~4k tokens, whose activations stay in
+    # cache. The semantic vote on a 10 MB diff (in-process, 2026-11-28): 256 windows +149 MB and
+    # 20.3 CPU-s, 32 windows +48 MB and 16.1 CPU-s (512 KB batches); at 128 KB batches 16 windows
+    # saved 9 MB more than 32 for 18 % more CPU.
     chunk = 32
 
     def logits(self, ids: list[np.ndarray]) -> np.ndarray:

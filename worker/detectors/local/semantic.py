@@ -51,9 +51,9 @@ class SemanticModel:
     null: WindowNull | None = None
     added_only: bool = False  # reads a diff's added lines and context only (worker.core.views.added_view)
 
-    # Window text per call: the tokenizer's encodings and token ids of 512 KB peaked at +18 MB a
-    # vote, 128 KB at +5 MB, for about the same CPU once the conv head reads 32 windows at a time.
-    # Not a field: how a vote is computed, not what was trained.
+    # Window text per call, tokenized at once: with the conv head reading 32 windows at a time, the
+    # vote on a 10 MB diff peaked at +48 MB with 512 KB and +32 MB with 128 KB, both 16.1 CPU-s
+    # (in-process, 2026-11-28). Not a field: how a vote is computed, not what was trained.
     batch_bytes = 128 << 10
 
     def logits(self, windows: list[str]) -> np.ndarray:
