@@ -11,7 +11,10 @@ and slices of real release diffs), and on two planted copies of every train
 record: one inside code, one inside a carrier of 128 B-16 KB (README prose,
 e-mail, issue, table, JSON tool output or web page), beside as many such
 carriers with nothing planted. The quorum thresholds weigh the long carriers'
-false alarms as a term of their own.
+false alarms as a term of their own. Options not in the shipped recipe: more
+carriers alone per attack, a share of them holding a generated look-alike
+(``--harmless-payloads``), and attacks planted in 16-64 KB carriers with such
+carriers alone, only scored so that the thresholds see them (``--long-scored``).
 Both policies' models read a diff without its removed lines (``added_only``).
 Prompt-injection's semantic head is the order-aware convolutional one
 (``head="conv"``, ``worker.training.conv``): it needs torch (``pip install
@@ -34,6 +37,8 @@ import numpy as np
 
 from worker.detectors.local.windows import models_dir
 from worker.training.data import (
+    HARMLESS_PAYLOAD_SHARE,
+    LONG_SCORED_COUNT,
     PLANTED,
     POLICIES,
     Corpus,
@@ -46,6 +51,7 @@ from worker.training.data import (
     planted_mask,
     with_carriers_alone,
     with_code_negatives,
+    with_long_scored,
     with_planted_copies,
     with_sentences,
 )
@@ -84,6 +90,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="also train on the prose the code negatives' diffs add inside code (comments, docstrings; "
         "an experiment, not the shipped recipe)",
+    )
+    parser.add_argument(
+        "--carriers-per-attack",
+        type=float,
+        default=1.0,
+        help="carriers with no attack per attack planted in a carrier (default: 1)",
+    )
+    parser.add_argument(
+        "--harmless-payloads",
+        type=float,
+        default=HARMLESS_PAYLOAD_SHARE,
+        help="share of those carriers that hold a generated look-alike planted as an attack would be "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--whole-carriers",
+        action="store_true",
+        help="cut a carrier alone once, as a planted copy's host is (the shipped recipe cuts it twice)",
+    )
+    parser.add_argument(
+        "--long-scored",
+        type=int,
+        default=LONG_SCORED_COUNT,
+        help="attacks planted in 16-64 KB carriers, and as many such carriers alone, only scored "
+        "(never trained on) so that the quorum thresholds see them; 0: none (default: %(default)s)",
     )
     parser.add_argument(
         "--redistill", action="store_true", help="distil the static embedding even if shipped"
@@ -133,7 +164,12 @@ def main(argv: list[str] | None = None) -> None:
             train = with_sentences(train)
         if policy in PLANTED:  # as many carriers alone as there are attacks planted in carriers
             attacks = int((np.asarray(train.labels) == 1)[own_mask(train)].sum())
-            train = with_carriers_alone(train, prose, prose_groups, attacks)
+            count = round(args.carriers_per_attack * attacks)
+            train = with_carriers_alone(
+                train, prose, prose_groups, count, payloads=args.harmless_payloads, whole=args.whole_carriers
+            )
+            if args.long_scored:
+                train = with_long_scored(train, prose, prose_groups, args.long_scored)
         train = joined(train, extra)
         copies = args.train_on_copies or policy in TRAINED_COPIES
         labels = np.asarray(train.labels)

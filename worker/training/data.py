@@ -127,10 +127,21 @@ def long_mask(corpus: Corpus) -> np.ndarray:
 
 
 def own_mask(corpus: Corpus) -> np.ndarray:
-    """True for the policy's own records, False for borrowed code negatives and planted copies."""
+    """True for the policy's own records, False for borrowed code negatives, planted copies and
+    records only scored."""
     borrowed = np.array([g.startswith(CODE_GROUP_PREFIX) for g in corpus.groups], dtype=bool)
-    own: np.ndarray = ~borrowed & ~planted_mask(corpus)
+    own: np.ndarray = ~borrowed & ~planted_mask(corpus) & ~scored_mask(corpus)
     return own
+
+
+# Records that are only scored out of fold, never trained on: they stand for what the gate reads
+# beyond the trained sizes, so that the thresholds see it (see :func:`with_long_scored`).
+SCORED_MARK = "#scored"
+
+
+def scored_mask(corpus: Corpus) -> np.ndarray:
+    """True for the records only scored, never trained on (ids with ``SCORED_MARK``)."""
+    return np.array([SCORED_MARK in i for i in corpus.ids], dtype=bool)
 
 
 def planted_mask(corpus: Corpus) -> np.ndarray:
@@ -286,12 +297,14 @@ def _in_json(rng: random.Random, host: str, text: str) -> str:
     return json.dumps(doc, indent=rng.choice((None, 2)), ensure_ascii=False)
 
 
-def planted_in_carrier(rng: random.Random, text: str | None, prose: list[str]) -> str:
-    """``text`` inside a 128 B-16 KB carrier of a random kind made of ``prose`` (see above); with
-    ``text`` None, the carrier alone."""
-    host = _host(rng, prose)
+def planted_in_carrier(
+    rng: random.Random, text: str | None, prose: list[str], host: str | None = None, whole: bool = False
+) -> str:
+    """``text`` inside a 128 B-16 KB carrier of a random kind made of ``prose`` (see above), or
+    made of ``host`` if given; with ``text`` None, the carrier alone (``whole``: see :func:`_carrier_alone`)."""
+    host = _host(rng, prose) if host is None else host
     if text is None:
-        return _carrier_alone(rng, host)
+        return _carrier_alone(rng, host, whole)
     kind = rng.randrange(6)
     if kind == 0:  # README prose
         return _at_line(rng, host, rng.choice(_PROSE_FORMATS).format(text))
@@ -325,13 +338,15 @@ def planted_in_carrier(rng: random.Random, text: str | None, prose: list[str]) -
     return f"<!doctype html><html><head><title>Docs</title></head><body>\n{page}</body></html>\n"
 
 
-def _carrier_alone(rng: random.Random, host: str) -> str:
+def _carrier_alone(rng: random.Random, host: str, whole: bool = False) -> str:
     """A carrier of a random kind around ``host`` with nothing planted (the shapes of
-    :func:`planted_in_carrier`)."""
+    :func:`planted_in_carrier`). ``whole``: ``host`` as it is; else cut again to a random size, as
+    the shipped models were trained (so a carrier alone is smaller than a planted copy's host)."""
     lines = [line for line in host.split("\n") if line.strip()] or [host]
     # the carrier is built around one of its own lines, moved in as the planted text would be
     line = lines.pop(rng.randrange(len(lines)))
-    return planted_in_carrier(rng, line, ["\n".join(lines)])
+    rest = "\n".join(lines)
+    return planted_in_carrier(rng, line, [], host=rest) if whole else planted_in_carrier(rng, line, [rest])
 
 
 # The carrier copies put two thirds of the train records, the attacks, in every e-mail, issue,
@@ -340,13 +355,38 @@ def _carrier_alone(rng: random.Random, host: str) -> str:
 # from, and so in its CV fold; counted with the long carriers in the quorum objective), half of
 # the corpus's own harmless records (a short e-mail or ticket of ordinary text, in the record's group).
 CARRIER_ALONE_SUFFIX = "#carrier"
+# Of those carriers, this share holds a generated harmless payload planted exactly as an attack
+# would be (same formats, hidden markup included): text about injection, secrets and agents that
+# attacks nothing (worker.training.corpus.negatives), or an ordinary note. The carriers alone teach
+# that no shape is harmful; these teach that no topic is.
+# ``python -m worker.training --harmless-payloads SHARE``; the shipped models: 0.
+HARMLESS_PAYLOAD_SHARE = 0.0
+
+
+def _harmless_payload(rng: random.Random) -> str:
+    """A generated look-alike payload: a hard negative (7 in 10) or an ordinary note, in one of
+    the corpus's languages (English half the time)."""
+    from worker.training.corpus import generate, negatives, phrases
+
+    others = [code for code in phrases.LANGUAGES if code != "en"]
+    lang = "en" if rng.random() < 0.5 else rng.choice(others)
+    if rng.random() < 0.7:
+        return generate.hard_negative(rng, lang, rng.choice(negatives.KINDS))
+    return generate.benign_payload(rng, lang)
 
 
 def with_carriers_alone(
-    corpus: Corpus, prose: list[str], prose_groups: list[str], count: int, seed: int = 0
+    corpus: Corpus,
+    prose: list[str],
+    prose_groups: list[str],
+    count: int,
+    seed: int = 0,
+    payloads: float = HARMLESS_PAYLOAD_SHARE,
+    whole: bool = False,
 ) -> Corpus:
-    """``corpus`` plus ``count`` harmless carriers with nothing planted, of ``prose`` documents or
-    of the corpus's own harmless records."""
+    """``corpus`` plus ``count`` harmless carriers, of ``prose`` documents or of the corpus's own
+    harmless records, a ``payloads`` share of them holding a generated look-alike; ``whole``: a
+    carrier alone is cut once, as a planted copy's host is (see :func:`_carrier_alone`)."""
     rng = random.Random(seed)
     texts, labels = list(corpus.texts), list(corpus.labels)
     groups, ids = list(corpus.groups), list(corpus.ids)
@@ -362,10 +402,60 @@ def with_carriers_alone(
         else:
             source = rng.randrange(len(prose))
             host, group = prose[source], prose_groups[source]
-        texts.append(planted_in_carrier(rng, None, [host]))
+        payload = _harmless_payload(rng) if payloads and rng.random() < payloads else None
+        texts.append(planted_in_carrier(rng, payload, [host], whole=whole))
         labels.append(0)
         groups.append(group)
         ids.append(f"carrier-{index}{CARRIER_ALONE_SUFFIX}")
+    return Corpus(texts=texts, labels=labels, groups=groups, ids=ids)
+
+
+# The trained carriers stop at 16 KB; the gate reads 64 KB and more, where a model's best window
+# has more windows to be found among. Carriers of 16-64 KB, with a train attack planted or alone,
+# are scored out of fold but never trained on: the quorum thresholds weigh their misses (with the
+# planted copies) and false alarms (with the long carriers), so that the thresholds hold at length.
+LONG_SCORED_SIZES = (16384, 65536)
+LONG_SCORED_COUNT = 0  # of each, attacks planted and carriers alone (``--long-scored``; shipped: 0)
+LONG_SCORED_SUFFIX = "#long64"
+
+
+def _long_host(rng: random.Random, prose: list[str]) -> str:
+    """A 16-64 KB (log-uniform) run of ``prose`` documents, joined where one is too short."""
+    low, high = (np.log(size) for size in LONG_SCORED_SIZES)
+    size = int(np.exp(rng.uniform(low, high)))
+    pieces, total = [], 0
+    while total < size:
+        data = rng.choice(prose).encode("utf-8")
+        start = rng.randrange(max(1, len(data) - (size - total)))
+        piece = data[start : start + size - total]
+        pieces.append(piece)
+        total += len(piece) + 2
+    return b"\n\n".join(pieces).decode("utf-8", errors="ignore")
+
+
+def with_long_scored(
+    corpus: Corpus, prose: list[str], prose_groups: list[str], count: int = LONG_SCORED_COUNT, seed: int = 0
+) -> Corpus:
+    """``corpus`` plus ``count`` of its own attacks planted in 16-64 KB carriers and ``count``
+    such carriers alone (in the group of their first document), all only scored."""
+    rng = random.Random(seed)
+    texts, labels = list(corpus.texts), list(corpus.labels)
+    groups, ids = list(corpus.groups), list(corpus.ids)
+    attacks = [
+        i for i, (label, own) in enumerate(zip(corpus.labels, own_mask(corpus), strict=True)) if own and label
+    ]
+    for index in range(count):
+        source = rng.choice(attacks)
+        texts.append(planted_in_carrier(rng, corpus.texts[source], [], host=_long_host(rng, prose)))
+        labels.append(1)
+        groups.append(corpus.groups[source])
+        ids.append(corpus.ids[source] + LONG_SCORED_SUFFIX + SCORED_MARK + PLANTED_SUFFIX)
+        first = rng.randrange(len(prose))
+        host = _long_host(rng, [prose[first]] * 3 + prose)
+        texts.append(_carrier_alone(rng, host, whole=True))
+        labels.append(0)
+        groups.append(prose_groups[first])
+        ids.append(f"carrier-{index}{LONG_SCORED_SUFFIX}{SCORED_MARK}")
     return Corpus(texts=texts, labels=labels, groups=groups, ids=ids)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from sklearn.model_selection import GroupKFold
 
 from worker.detectors.local.scan_statistic import WindowNull
-from worker.training.data import Corpus, own_mask, planted_mask
+from worker.training.data import Corpus, own_mask, planted_mask, scored_mask
 
 # Malicious-package groups are packages (mostly of one record) and GuardDog rules (up to ~70
 # fixtures each): weighting 1/size would drown the GuardDog families, 1/sqrt(size) does not.
@@ -76,11 +76,17 @@ def artifact_weights(groups: Sequence[str], labels: np.ndarray, power: float) ->
 
 
 def fitted_weights(
-    groups: Sequence[str], labels: np.ndarray, config: MilConfig, copies: np.ndarray
+    groups: Sequence[str],
+    labels: np.ndarray,
+    config: MilConfig,
+    copies: np.ndarray,
+    scored: np.ndarray | None = None,
 ) -> np.ndarray:
     """:func:`artifact_weights` of the artifacts the model is fitted on (the copies only if
-    ``config.train_on_copies``), computed among them alone; 0 for the others."""
+    ``config.train_on_copies``, never the ``scored`` ones), computed among them alone; 0 for the others."""
     fitted = np.ones(len(labels), dtype=bool) if config.train_on_copies else ~copies
+    if scored is not None:
+        fitted &= ~scored
     weights = np.zeros(len(labels))
     weights[fitted] = artifact_weights(
         [g for g, f in zip(groups, fitted, strict=True) if f], labels[fitted], config.group_power
@@ -130,12 +136,14 @@ def out_of_fold(
     groups: Sequence[str],
     config: MilConfig,
     copies: np.ndarray | None = None,
+    scored: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Artifact scores (max window logit) and every window's logit, from models that never saw
     the artifact's group. The folds are those of the artifacts that are not ``copies``; a copy
-    is in its group's fold (trained on only if ``config.train_on_copies``)."""
+    is in its group's fold (trained on only if ``config.train_on_copies``); the ``scored`` ones are
+    never trained on."""
     copies = np.zeros(len(labels), dtype=bool) if copies is None else copies
-    weights = fitted_weights(groups, labels, config, copies)
+    weights = fitted_weights(groups, labels, config, copies, scored)
     scores = np.zeros(len(labels))
     window_logits = np.zeros(len(owner))
     splitter = GroupKFold(n_splits=config.folds)
@@ -216,18 +224,18 @@ def cross_validate_and_fit(
     """Group-CV on ``train``, the threshold on the policy's own artifacts (borrowed code negatives
     train the model, not its threshold), then the model fitted on all of ``train``."""
     labels = np.asarray(train.labels)
-    copies = planted_mask(train)
-    oof, window_logits = out_of_fold(make_model, x, owner, labels, train.groups, config, copies)
+    copies, scored = planted_mask(train), scored_mask(train)
+    oof, window_logits = out_of_fold(make_model, x, owner, labels, train.groups, config, copies, scored)
     null = None
     own = own_mask(train)
     if config.scan_statistic is not None:
-        original = ~copies[owner]  # the null is that of the harmless windows of the corpus itself
+        original = ~(copies | scored)[owner]  # the null is that of the harmless windows of the corpus itself
         null = window_null(window_logits[original], owner[original], labels, own, config.scan_statistic)
         if config.reference_windows is not None:
             null = replace(null, reference_windows=max(null.reference_windows, config.reference_windows))
         oof = null.artifact_logits(oof, np.bincount(owner, minlength=len(labels)))
     threshold = choose_threshold(oof[own], labels[own])
-    weights = fitted_weights(train.groups, labels, config, copies)
+    weights = fitted_weights(train.groups, labels, config, copies, scored)
     model = fit_mil(make_model, x, owner, labels, weights, config)
     return MilFit(model, oof, threshold, cv_metrics(oof[own], labels[own], threshold), null)
 
