@@ -16,7 +16,6 @@ from worker.training.data import (
     CODE_GROUP_PREFIX,
     HARMLESS_PAYLOAD_SHARE,
     LONG_GROUP_PREFIX,
-    LONG_PLANTED_SIZES,
     LONG_PLANTED_SUFFIX,
     PLANTED_CONTEXT,
     PLANTED_SUFFIX,
@@ -26,13 +25,13 @@ from worker.training.data import (
     long_mask,
     own_mask,
     planted,
-    planted_in_carrier,
     planted_mask,
     with_carriers_alone,
     with_code_negatives,
     with_planted_copies,
 )
 from worker.training.ensemble import VOTE_FPR_CAP, choose_ensemble_thresholds, store_threshold
+from worker.training.planting import LONG_PLANTED_SIZES, planted_in_carrier
 
 
 def _write(path: Path, records: list[dict[str, str]]) -> None:
@@ -380,8 +379,9 @@ def test_long_carriers_are_only_scored_and_weigh_in_the_thresholds():
     """Attacks planted in 16-64 KB carriers and such carriers alone are scored out of fold but never
     trained on (weight 0), and count with the planted copies and the long carriers in the quorum
     objective; they are not the policy's own records."""
-    from worker.training.data import LONG_SCORED_SIZES, scored_mask, with_long_scored
+    from worker.training.data import scored_mask, with_long_scored
     from worker.training.mil import MilConfig, fitted_weights
+    from worker.training.planting import LONG_SCORED_SIZES
 
     prose = ["## Usage\n\nInstall the package and import it.\n\n" * 300, "Changelog\n\n- fixed\n" * 900]
     groups = [f"{LONG_GROUP_PREFIX}pypi:a", f"{LONG_GROUP_PREFIX}pypi:b"]
