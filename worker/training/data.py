@@ -13,9 +13,10 @@ import numpy as np
 
 from worker.core.prose import diff_prose
 from worker.training.planting import (
-    _carrier_alone,
-    _harmless_payload,
-    _long_host,
+    LONG_SCORED_SIZES,
+    carrier_alone,
+    cut_prose,
+    harmless_payload,
     planted_in_carrier,
 )
 
@@ -150,6 +151,11 @@ def scored_mask(corpus: Corpus) -> np.ndarray:
     return np.array([SCORED_MARK in i for i in corpus.ids], dtype=bool)
 
 
+def _own_indices(corpus: Corpus, label: int) -> list[int]:
+    """The indices of the corpus's own records (``own_mask``) of ``label``."""
+    return np.flatnonzero(own_mask(corpus) & (np.asarray(corpus.labels) == label)).tolist()
+
+
 def planted_mask(corpus: Corpus) -> np.ndarray:
     """True for the planted copies of records (see :func:`with_planted_copies`)."""
     return np.array([i.endswith(PLANTED_SUFFIX) for i in corpus.ids], dtype=bool)
@@ -266,15 +272,11 @@ def with_carriers_alone(
 ) -> Corpus:
     """``corpus`` plus ``count`` harmless carriers, of ``prose`` documents or of the corpus's own
     harmless records, a ``payloads`` share of them holding a generated look-alike; ``whole``: a
-    carrier alone is cut once, as a planted copy's host is (see :func:`_carrier_alone`)."""
+    carrier alone is cut once, as a planted copy's host is (see :func:`carrier_alone`)."""
     rng = random.Random(seed)
     texts, labels = list(corpus.texts), list(corpus.labels)
     groups, ids = list(corpus.groups), list(corpus.ids)
-    harmless = [
-        i
-        for i, (label, own) in enumerate(zip(corpus.labels, own_mask(corpus), strict=True))
-        if own and not label
-    ]
+    harmless = _own_indices(corpus, 0)
     for index in range(count):
         if harmless and rng.random() < 0.5:
             source = rng.choice(harmless)
@@ -282,7 +284,7 @@ def with_carriers_alone(
         else:
             source = rng.randrange(len(prose))
             host, group = prose[source], prose_groups[source]
-        payload = _harmless_payload(rng) if payloads and rng.random() < payloads else None
+        payload = harmless_payload(rng) if payloads and rng.random() < payloads else None
         texts.append(planted_in_carrier(rng, payload, [host], whole=whole))
         labels.append(0)
         groups.append(group)
@@ -306,18 +308,20 @@ def with_long_scored(
     rng = random.Random(seed)
     texts, labels = list(corpus.texts), list(corpus.labels)
     groups, ids = list(corpus.groups), list(corpus.ids)
-    attacks = [
-        i for i, (label, own) in enumerate(zip(corpus.labels, own_mask(corpus), strict=True)) if own and label
-    ]
+    attacks = _own_indices(corpus, 1)
     for index in range(count):
         source = rng.choice(attacks)
-        texts.append(planted_in_carrier(rng, corpus.texts[source], [], host=_long_host(rng, prose)))
+        texts.append(
+            planted_in_carrier(
+                rng, corpus.texts[source], [], host=cut_prose(rng, prose, LONG_SCORED_SIZES, fill=True)
+            )
+        )
         labels.append(1)
         groups.append(corpus.groups[source])
         ids.append(corpus.ids[source] + LONG_SCORED_SUFFIX + SCORED_MARK + PLANTED_SUFFIX)
         first = rng.randrange(len(prose))
-        host = _long_host(rng, [prose[first]] * 3 + prose)
-        texts.append(_carrier_alone(rng, host, whole=True))
+        host = cut_prose(rng, [prose[first]] * 3 + prose, LONG_SCORED_SIZES, fill=True)
+        texts.append(carrier_alone(rng, host, whole=True))
         labels.append(0)
         groups.append(prose_groups[first])
         ids.append(f"carrier-{index}{LONG_SCORED_SUFFIX}{SCORED_MARK}")

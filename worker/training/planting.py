@@ -34,13 +34,21 @@ _SUBJECTS = ("Weekly digest", "Re: your request", "Invoice and notes", "Fwd: pro
 _TITLES = ("Error after update", "Question about setup", "Feature request", "Timeout in CI")
 
 
-def _host(rng: random.Random, prose: list[str]) -> str:
-    """A random-size cut (``LONG_PLANTED_SIZES``, log-uniform) of a random ``prose`` document."""
-    low, high = (np.log(size) for size in LONG_PLANTED_SIZES)
+def cut_prose(
+    rng: random.Random, prose: list[str], sizes: tuple[int, int] = LONG_PLANTED_SIZES, fill: bool = False
+) -> str:
+    """A random-size cut (``sizes``, log-uniform) of a random ``prose`` document; ``fill``: more
+    documents' cuts joined after it, where one is too short for the size."""
+    low, high = (np.log(size) for size in sizes)
     size = int(np.exp(rng.uniform(low, high)))
-    data = rng.choice(prose).encode("utf-8")
-    start = rng.randrange(max(1, len(data) - size))
-    return data[start : start + size].decode("utf-8", errors="ignore")
+    pieces: list[bytes] = []
+    total = 0
+    while not pieces or (fill and total < size):
+        data = rng.choice(prose).encode("utf-8")
+        start = rng.randrange(max(1, len(data) - (size - total)))
+        pieces.append(data[start : start + size - total])
+        total += len(pieces[-1]) + 2
+    return b"\n\n".join(pieces).decode("utf-8", errors="ignore")
 
 
 def _at_line(rng: random.Random, host: str, body: str) -> str:
@@ -80,10 +88,10 @@ def planted_in_carrier(
     rng: random.Random, text: str | None, prose: list[str], host: str | None = None, whole: bool = False
 ) -> str:
     """``text`` inside a 128 B-16 KB carrier of a random kind made of ``prose`` (see above), or
-    made of ``host`` if given; with ``text`` None, the carrier alone (``whole``: see :func:`_carrier_alone`)."""
-    host = _host(rng, prose) if host is None else host
+    made of ``host`` if given; with ``text`` None, the carrier alone (``whole``: see :func:`carrier_alone`)."""
+    host = cut_prose(rng, prose) if host is None else host
     if text is None:
-        return _carrier_alone(rng, host, whole)
+        return carrier_alone(rng, host, whole)
     kind = rng.randrange(6)
     if kind == 0:  # README prose
         return _at_line(rng, host, rng.choice(_PROSE_FORMATS).format(text))
@@ -117,7 +125,7 @@ def planted_in_carrier(
     return f"<!doctype html><html><head><title>Docs</title></head><body>\n{page}</body></html>\n"
 
 
-def _carrier_alone(rng: random.Random, host: str, whole: bool = False) -> str:
+def carrier_alone(rng: random.Random, host: str, whole: bool = False) -> str:
     """A carrier of a random kind around ``host`` with nothing planted (the shapes of
     :func:`planted_in_carrier`). ``whole``: ``host`` as it is; else cut again to a random size, as
     the shipped models were trained (so a carrier alone is smaller than a planted copy's host)."""
@@ -128,7 +136,7 @@ def _carrier_alone(rng: random.Random, host: str, whole: bool = False) -> str:
     return planted_in_carrier(rng, line, [], host=rest) if whole else planted_in_carrier(rng, line, [rest])
 
 
-def _harmless_payload(rng: random.Random) -> str:
+def harmless_payload(rng: random.Random) -> str:
     """A generated look-alike payload: a hard negative (7 in 10) or an ordinary note, in one of
     the corpus's languages (English half the time)."""
     from worker.training.corpus import generate, negatives, phrases
@@ -140,19 +148,5 @@ def _harmless_payload(rng: random.Random) -> str:
     return generate.benign_payload(rng, lang)
 
 
-# The long carriers only scored (worker.training.data.with_long_scored): 16-64 KB.
+# The long carriers only scored (worker.training.data.with_long_scored): 16-64 KB, ``fill``ed.
 LONG_SCORED_SIZES = (16384, 65536)
-
-
-def _long_host(rng: random.Random, prose: list[str]) -> str:
-    """A 16-64 KB (log-uniform) run of ``prose`` documents, joined where one is too short."""
-    low, high = (np.log(size) for size in LONG_SCORED_SIZES)
-    size = int(np.exp(rng.uniform(low, high)))
-    pieces, total = [], 0
-    while total < size:
-        data = rng.choice(prose).encode("utf-8")
-        start = rng.randrange(max(1, len(data) - (size - total)))
-        piece = data[start : start + size - total]
-        pieces.append(piece)
-        total += len(piece) + 2
-    return b"\n\n".join(pieces).decode("utf-8", errors="ignore")
