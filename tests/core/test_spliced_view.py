@@ -16,7 +16,10 @@ from worker.core.views import ADDED, Spliced, added_view, scanned_views
 )
 def test_a_spliced_view_slices_as_the_joined_bytes_would(pieces, start, stop):
     joined = b"".join(pieces)
-    view = Spliced([memoryview(p) for p in pieces])
+    # the pieces as spans of one buffer, each followed by a byte that the view leaves out
+    buffer = b"".join(p + b"\xff" for p in pieces)
+    ends = [sum(len(q) + 1 for q in pieces[: i + 1]) - 1 for i in range(len(pieces))]
+    view = Spliced(buffer, [(end - len(p), end) for p, end in zip(pieces, ends, strict=True)])
     assert len(view) == len(joined)
     assert view[start:stop] == joined[start:stop]
     assert bytes(view) == joined

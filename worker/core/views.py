@@ -14,9 +14,12 @@ artifact with :func:`view_bytes` to show them. The names:
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
-from itertools import accumulate
+
+import numpy as np
+import numpy.typing as npt
 
 from worker.core.diff import parse_diff
 from worker.core.mail import decoded_text_parts
@@ -24,15 +27,21 @@ from worker.core.prose import diff_prose
 
 
 class Spliced:
-    """Pieces of one buffer read as if joined, without the copy: ``len`` and slices (``[a:b]``
-    gives bytes) as the joined bytes would. A diff without its removed lines is most of the diff;
-    joined, it doubled a large release in memory while its windows were scored."""
+    """Spans of one buffer read as if joined, without the copy: ``len`` and slices (``[a:b]`` gives
+    bytes) as the joined bytes would. A diff without its removed lines is most of the diff; joined,
+    it doubled a large release in memory while its windows were scored. The spans are kept as two
+    arrays of offsets (16 bytes a span): a memoryview per piece, 63,680 of them in a 100 MB release,
+    cost 24 MB."""
 
-    __slots__ = ("_ends", "_pieces")
+    __slots__ = ("_buffer", "_ends", "_starts")
 
-    def __init__(self, pieces: list[memoryview]) -> None:
-        self._pieces = [piece for piece in pieces if len(piece)]
-        self._ends = list(accumulate(len(piece) for piece in self._pieces))
+    def __init__(self, buffer: bytes, spans: npt.ArrayLike) -> None:
+        """``spans``: ``[start, end)`` pairs of ``buffer``, in order; empty ones are dropped."""
+        pairs = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+        pairs = pairs[pairs[:, 1] > pairs[:, 0]]
+        self._buffer = memoryview(buffer)
+        self._starts = array("q", pairs[:, 0].tobytes())  # where each span starts in ``buffer``
+        self._ends = array("q", np.cumsum(pairs[:, 1] - pairs[:, 0]).tobytes())  # ... ends, joined
 
     def __len__(self) -> int:
         return self._ends[-1] if self._ends else 0
@@ -42,16 +51,17 @@ class Spliced:
         if step != 1:
             raise ValueError("a spliced view is read in contiguous slices")
         out: list[memoryview] = []
-        index = bisect_right(self._ends, start)
-        while start < stop and index < len(self._pieces):
-            begin = self._ends[index] - len(self._pieces[index])
-            take = min(stop, self._ends[index])
-            out.append(self._pieces[index][start - begin : take - begin])
+        index, ends, starts = bisect_right(self._ends, start), self._ends, self._starts
+        while start < stop and index < len(ends):
+            begin = ends[index - 1] if index else 0  # the span's first byte, joined
+            take = min(stop, ends[index])
+            at = starts[index] - begin
+            out.append(self._buffer[at + start : at + take])
             start, index = take, index + 1
         return b"".join(out)
 
     def __bytes__(self) -> bytes:
-        return b"".join(self._pieces)
+        return self[0 : len(self)]
 
 
 View = bytes | bytearray | Spliced  # a view as built (the prose view is the buffer it was gathered in)
@@ -72,13 +82,11 @@ def _added(data: bytes) -> bytes | Spliced:
     diff = parse_diff(data)
     if diff is None or not len(diff.removed):
         return data
-    whole = memoryview(data)
-    pieces, last = [], 0
-    for start, end in diff.removed.tolist():
-        pieces.append(whole[last:start])
-        last = end
-    pieces.append(whole[last:])
-    return Spliced(pieces)
+    removed = diff.removed
+    kept = np.empty((len(removed) + 1, 2), dtype=np.int64)  # the gaps between removed runs
+    kept[0, 0], kept[1:, 0] = 0, removed[:, 1]
+    kept[:-1, 1], kept[-1, 1] = removed[:, 0], len(data)
+    return Spliced(data, kept)
 
 
 def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) -> Iterator[tuple[str, View]]:
