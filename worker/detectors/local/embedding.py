@@ -155,11 +155,10 @@ class ConvHead:
             dense_bias=tuple(archive[f"b{i}"].astype(np.float32) for i in range(layers)),
         )
 
-    # Windows convolved at once: 32 windows of 512 bytes hold ~4k tokens, whose activations stay in
-    # cache. The semantic vote on a 10 MB diff (in-process, 2026-11-28): 256 windows +149 MB and
-    # 20.3 CPU-s, 32 windows +48 MB and 16.1 CPU-s (512 KB batches); at 128 KB batches 16 windows
-    # saved 9 MB more than 32 for 18 % more CPU.
-    chunk = 32
+    # Windows convolved at once. The semantic vote on a 1 MB diff (in-process, 128 KB batches,
+    # 2026-11-28): 32 windows +22 MB, 16 windows +13.7 MB, 8 windows +10.4 MB, 4 windows +10.5 MB,
+    # all 3.3-3.6 CPU-s (earlier, on a 10 MB diff: 256 windows +149 MB and 20.3 CPU-s).
+    chunk = 8
 
     def logits(self, ids: list[np.ndarray]) -> np.ndarray:
         """One logit per window, from each window's token ids; every token is read (no cut-off)."""

@@ -51,10 +51,10 @@ class SemanticModel:
     null: WindowNull | None = None
     added_only: bool = False  # reads a diff's added lines and context only (worker.core.views.added_view)
 
-    # Window text per call, tokenized at once: with the conv head reading 32 windows at a time, the
-    # vote on a 10 MB diff peaked at +48 MB with 512 KB and +32 MB with 128 KB, both 16.1 CPU-s
-    # (in-process, 2026-11-28). Not a field: how a vote is computed, not what was trained.
-    batch_bytes = 128 << 10
+    # Window text per call, tokenized at once: with the conv head reading 8 windows at a time, the
+    # vote on a 1 MB diff peaked at +10.4 MB with 128 KB and +4.7 MB with 32 KB, both 3.4-3.6
+    # CPU-s (in-process, 2026-11-28). Not a field: how a vote is computed, not what was trained.
+    batch_bytes = 32 << 10
 
     def logits(self, windows: list[str]) -> np.ndarray:
         if isinstance(self.head, ConvHead):
