@@ -301,8 +301,7 @@ def _read_headers(data: bytes, offsets: Iterable[int]) -> list[FileFields]:
         git = _GIT_HEADER.match(line)
         if git or (line.startswith(b"--- ") and hunks_seen):
             old, new = (git.group(1), git.group(2)) if git else (b"", b"")
-            path = new.decode("utf-8", "replace")
-            old_path = None if not old else path if old == new else old.decode("utf-8", "replace")
+            path, old_path = new.decode("utf-8", "replace"), old.decode("utf-8", "replace") or None
             if current is not None:
                 files.append(_fields(current))
             current = {
