@@ -1,11 +1,14 @@
-"""A diff without its removed lines is read as pieces of the diff, not as a copy of them."""
+"""A diff without its removed lines is read as pieces of the diff, not as a copy of them; its
+prose, as it is produced, never held whole."""
 
 from __future__ import annotations
 
 import hypothesis.strategies as st
 from hypothesis import given, settings
 
-from worker.core.views import ADDED, Spliced, added_view, scanned_views
+from worker.core.prose import diff_prose
+from worker.core.segment import segment_spans
+from worker.core.views import ADDED, PROSE, Spliced, Streamed, added_view, scanned_views
 
 
 @settings(max_examples=200, deadline=None)
@@ -36,3 +39,32 @@ def test_the_scanned_added_view_is_the_diff_without_its_removed_lines_uncopied()
     assert name == ADDED and isinstance(view, Spliced)
     assert bytes(view) == added_view(DIFF) and b"steal_wallets" not in bytes(view)
     assert view[0 : len(view)] == added_view(DIFF)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.binary(max_size=60), max_size=12),
+    st.integers(min_value=1, max_value=50),
+    st.data(),
+)
+def test_a_streamed_view_gives_the_windows_of_the_joined_bytes(pieces, window, data):
+    overlap = data.draw(st.integers(min_value=0, max_value=window - 1))
+    joined = b"".join(pieces)
+    expected = [(span, joined[span[0] : span[1]]) for span in segment_spans(len(joined), window, overlap)]
+    assert list(Streamed(pieces).windows(window, overlap)) == (expected if joined else [])
+
+
+def test_the_prose_view_streams_the_prose_a_diff_adds():
+    diff = (
+        b"diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,3 @@\n"
+        b" import os\n+x = 1  # first comment here\n+y = 2  # second comment here\n"
+    )
+    views = dict(scanned_views(diff, added_only=True, prose=True))
+    assert isinstance(views[PROSE], Streamed)
+    assert [text for _, text in views[PROSE].windows(16, 4)] == [
+        b"first comment he",
+        b"t here\nsecond co",
+        b"d comment here",
+    ]
+    assert diff_prose(diff) == b"first comment here\nsecond comment here"
+    assert PROSE not in dict(scanned_views(DIFF.replace(b"# ", b""), added_only=True, prose=True))

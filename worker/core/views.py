@@ -16,14 +16,15 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
 
 from worker.core.diff import parse_diff
 from worker.core.mail import decoded_text_parts
-from worker.core.prose import diff_prose
+from worker.core.prose import diff_prose, prose_pieces
 
 
 class Spliced:
@@ -64,7 +65,41 @@ class Spliced:
         return self[0 : len(self)]
 
 
-View = bytes | bytearray | Spliced  # a view as built (the prose view is the buffer it was gathered in)
+class Streamed:
+    """A view produced front to back and read once, in windows, without ever being held whole: a
+    diff's prose (:func:`worker.core.prose.prose_pieces`). Gathered whole, the prose of a 100 MB
+    release was 18.6 MB, and 43 MB at the peak while its buffer grew. Its length is known only at
+    its end; :meth:`windows` gives the spans :func:`worker.core.segment.segment_spans` gives
+    for that length, and nothing for an empty view."""
+
+    __slots__ = ("_pieces",)
+
+    def __init__(self, pieces: Iterable[bytes]) -> None:
+        self._pieces = iter(pieces)
+
+    def windows(self, window: int, overlap: int) -> Iterator[tuple[tuple[int, int], bytes]]:
+        """Each window ``((start, end), bytes)`` of the view, in order; at most about a window of
+        the view is held. A window is given once the view is known to run past its end (so it is
+        not the last), the rest when the pieces are spent."""
+        step = window - overlap
+        held, base, start = bytearray(), 0, 0  # ``held`` is the view from ``base`` on
+        for piece in self._pieces:
+            held += piece
+            while base + len(held) > start + window:
+                yield (start, start + window), bytes(held[start - base : start - base + window])
+                start += step
+                del held[: start - base]  # bytearray drops its head without moving the rest
+                base = start
+        total = base + len(held)
+        while total:  # the rest, as segment_spans goes on from ``start``
+            end = min(total, start + window)
+            yield (start, end), bytes(held[start - base : end - base])
+            if end >= total:
+                return
+            start += step
+
+
+View = bytes | bytearray | Spliced | Streamed  # a view as built
 
 RAW, ADDED, PROSE, DECODED = "raw", "added", "prose", "decoded:"
 
@@ -98,8 +133,10 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
     del first
     for index, part in enumerate(decoded_text_parts(data)):
         yield f"{DECODED}{index}", part
-    if prose and (text := diff_prose(data)):
-        yield PROSE, text
+    if prose:
+        pieces = prose_pieces(data)
+        if (head := next(pieces, None)) is not None:
+            yield PROSE, Streamed(chain((head,), pieces))
 
 
 def view_bytes(data: bytes, view: str) -> View | None:
