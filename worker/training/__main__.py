@@ -14,7 +14,9 @@ carriers with nothing planted. The quorum thresholds weigh the long carriers'
 false alarms as a term of their own. Options not in the shipped recipe: more
 carriers alone per attack, a share of them holding a generated look-alike
 (``--harmless-payloads``), and attacks planted in 16-64 KB carriers with such
-carriers alone, only scored so that the thresholds see them (``--long-scored``).
+carriers alone, only scored so that the thresholds see them (``--long-scored``),
+and the shared contexts of attacks placed in one document, alone and harmless
+(``--clean-contexts``).
 Both policies' models read a diff without its removed lines (``added_only``).
 Prompt-injection's semantic head is the order-aware convolutional one
 (``head="conv"``, ``worker.training.conv``): it needs torch (``pip install
@@ -50,6 +52,7 @@ from worker.training.data import (
     own_mask,
     planted_mask,
     with_carriers_alone,
+    with_clean_contexts,
     with_code_negatives,
     with_long_scored,
     with_planted_copies,
@@ -117,6 +120,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(never trained on) so that the quorum thresholds see them; 0: none (default: %(default)s)",
     )
     parser.add_argument(
+        "--clean-contexts",
+        action="store_true",
+        help="also train on the context that attacks placed at the start or end of one document share, "
+        "alone and harmless (an experiment, not the shipped recipe: see data.with_clean_contexts)",
+    )
+    parser.add_argument(
         "--redistill", action="store_true", help="distil the static embedding even if shipped"
     )
     return parser.parse_args(argv)
@@ -152,9 +161,10 @@ def main(argv: list[str] | None = None) -> None:
         distill_embeddings(None if args.out_dir is None else out_dir / "minilm-static", force=args.redistill)
     summary: dict[str, dict[str, object]] = {}
     for policy in args.policy or list(POLICIES):
-        train = with_code_negatives(
-            load_corpus(datasets, policy, "train"), datasets, policy, "train", prose=args.prose_negatives
-        )
+        train = load_corpus(datasets, policy, "train")
+        if args.clean_contexts:
+            train = with_clean_contexts(train, datasets, policy, "train")
+        train = with_code_negatives(train, datasets, policy, "train", prose=args.prose_negatives)
         extra = extra_corpus(policy)
         long = long_mask(extra)
         prose = [t for t, is_long in zip(extra.texts, long, strict=True) if is_long]
