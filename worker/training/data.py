@@ -371,7 +371,7 @@ def with_long_scored(
     corpus: Corpus, prose: list[str], prose_groups: list[str], count: int = LONG_SCORED_COUNT, seed: int = 0
 ) -> Corpus:
     """``corpus`` plus ``count`` of its own attacks planted in 16-64 KB carriers and ``count``
-    such carriers alone (in the group of their first document), all only scored."""
+    such carriers alone (each cut from one document, in that document's group), all only scored."""
     rng = random.Random(seed)
     texts, labels = list(corpus.texts), list(corpus.labels)
     groups, ids = list(corpus.groups), list(corpus.ids)
@@ -386,8 +386,8 @@ def with_long_scored(
         labels.append(1)
         groups.append(corpus.groups[source])
         ids.append(corpus.ids[source] + LONG_SCORED_SUFFIX + SCORED_MARK + PLANTED_SUFFIX)
-        first = rng.randrange(len(prose))
-        host = cut_prose(rng, [prose[first]] * 3 + prose, LONG_SCORED_SIZES, fill=True)
+        first = rng.randrange(len(prose))  # the carrier's only document: its CV group is that one's
+        host = cut_prose(rng, [prose[first]], LONG_SCORED_SIZES, fill=True)
         texts.append(carrier_alone(rng, host, whole=True))
         labels.append(0)
         groups.append(prose_groups[first])
