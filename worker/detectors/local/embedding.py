@@ -28,7 +28,7 @@ class StaticEmbedding:
     """A tokenizer and its per-token vectors; turns windows into fixed-size features."""
 
     tokenizer: Tokenizer
-    vectors: np.ndarray  # (vocab, dim) float32
+    vectors: np.ndarray  # (vocab, dim), as stored (float16 in the shipped file)
     unknown_id: int | None
 
     @classmethod
@@ -43,7 +43,9 @@ class StaticEmbedding:
         tokenizer.no_truncation()  # scan everything: never drop tokens past 512
         tokenizer.no_padding()
         with np.load(io.BytesIO(embeddings)) as archive:
-            vectors = archive["vectors"].astype(np.float32)
+            # kept as stored (float16: 14 MB, where widened they were 29 MB in every process that
+            # loads a semantic model); the rows a window reads are widened when it reads them
+            vectors = archive["vectors"]
         return cls(tokenizer=tokenizer, vectors=vectors, unknown_id=tokenizer.token_to_id("[UNK]"))
 
     @property
@@ -63,7 +65,7 @@ class StaticEmbedding:
                 ids = ids[ids != self.unknown_id]
             if ids.size == 0:
                 continue
-            tokens = self.vectors[ids]
+            tokens = self.vectors[ids].astype(np.float32)
             mean = tokens.mean(axis=0)
             norm = float(np.linalg.norm(mean))
             out[row, : self.dim] = mean / norm if norm > 0.0 else mean
@@ -146,7 +148,9 @@ class ConvHead:
         """The head of a ``semantic.npz`` (or of the same arrays in memory) over ``vectors``."""
         layers = int(archive["layers"])
         return cls(
-            table=np.ascontiguousarray(vectors @ archive["proj"].astype(np.float32)),
+            table=np.ascontiguousarray(
+                np.asarray(vectors, dtype=np.float32) @ archive["proj"].astype(np.float32)
+            ),
             conv1=archive["conv1"].astype(np.float32),
             bias1=archive["bias1"].astype(np.float32),
             conv2=archive["conv2"].astype(np.float32),
