@@ -99,7 +99,8 @@ class Streamed:
             start += step
 
 
-View = bytes | bytearray | Spliced | Streamed  # a view as built
+Sliceable = bytes | bytearray | Spliced  # a view held whole: ``len`` and slices, as a reviewer reads it
+View = Sliceable | Streamed  # a view as a model reads it
 
 RAW, ADDED, PROSE, DECODED = "raw", "added", "prose", "decoded:"
 
@@ -139,7 +140,7 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
             yield PROSE, Streamed(chain((head,), pieces))
 
 
-def view_bytes(data: bytes, view: str) -> View | None:
+def view_bytes(data: bytes, view: str) -> Sliceable | None:
     """The view named ``view`` of ``data`` (as :func:`scanned_views` names it); ``None`` for a
     name this version does not know or a part the artifact does not have."""
     if view == RAW:

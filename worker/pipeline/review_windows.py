@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from worker.core.views import RAW, View, view_bytes
+from worker.core.views import RAW, Sliceable, view_bytes
 
 RULES = "rules"  # the backend of the rules detector (worker.detectors.local.rules)
 
@@ -60,7 +60,7 @@ def model_windows(report: dict[str, Any], data: bytes, top: int = 3) -> list[Sho
             best_rank, scores = found.setdefault((view, start, end), (rank, []))
             found[(view, start, end)] = (min(best_rank, rank), [*scores, (detector, score)])
     ordered = sorted(found.items(), key=lambda item: (item[1][0], -max(s for _, s in item[1][1])))
-    views: dict[str, View | None] = {}
+    views: dict[str, Sliceable | None] = {}
     shown = []
     for (view, start, end), (_, scores) in ordered[:top]:
         if view not in views:
