@@ -116,5 +116,5 @@ def test_trained_torch_module_and_numpy_head_agree_and_learn_order() -> None:
     net.load_state_dict({name: torch.from_numpy(value) for name, value in trainer.state.items()})
     net.eval()
     with torch.no_grad():
-        module = net(torch.from_numpy(embedding.vectors), torch.from_numpy(x[:, 1:].astype(np.int64))).numpy()
+        module = net(torch.from_numpy(trainer.vectors), torch.from_numpy(x[:, 1:].astype(np.int64))).numpy()
     np.testing.assert_allclose(module, logits, atol=1e-4)

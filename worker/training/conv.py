@@ -58,7 +58,7 @@ class ConvTrainer:
     """A :class:`worker.training.mil.WindowModel` over :func:`token_matrix` rows."""
 
     def __init__(self, vectors: np.ndarray, config: ConvConfig) -> None:
-        self.vectors = vectors
+        self.vectors = np.asarray(vectors, dtype=np.float32)  # the embedding keeps them float16
         self.config = config
         self.state: dict[str, Any] | None = None
 

@@ -159,11 +159,7 @@ def train_semantic(
         if log:
             print(f"[semantic:{policy}] {tokens.shape[0]} windows of up to {tokens.shape[1] - 1} tokens")
         fit = cross_validate_and_fit(
-            lambda: ConvTrainer(np.asarray(embedding.vectors, dtype=np.float32), recipe.conv),
-            tokens,
-            owner,
-            train,
-            mil,
+            lambda: ConvTrainer(embedding.vectors, recipe.conv), tokens, owner, train, mil
         )
     else:
         features, owner = window_features(train.texts, embedding, recipe)
