@@ -25,6 +25,7 @@ import numpy.typing as npt
 from worker.core.diff import parse_diff
 from worker.core.mail import decoded_text_parts
 from worker.core.prose import diff_prose, prose_pieces
+from worker.core.segment import segment_spans
 
 
 class Spliced:
@@ -82,21 +83,16 @@ class Streamed:
         the view is held. A window is given once the view is known to run past its end (so it is
         not the last), the rest when the pieces are spent."""
         step = window - overlap
-        held, base, start = bytearray(), 0, 0  # ``held`` is the view from ``base`` on
+        held, start = bytearray(), 0  # ``held`` is the view from ``start`` on
         for piece in self._pieces:
             held += piece
-            while base + len(held) > start + window:
-                yield (start, start + window), bytes(held[start - base : start - base + window])
+            while len(held) > window:
+                yield (start, start + window), bytes(held[:window])
+                del held[:step]  # bytearray drops its head without moving the rest
                 start += step
-                del held[: start - base]  # bytearray drops its head without moving the rest
-                base = start
-        total = base + len(held)
-        while total:  # the rest, as segment_spans goes on from ``start``
-            end = min(total, start + window)
-            yield (start, end), bytes(held[start - base : end - base])
-            if end >= total:
-                return
-            start += step
+        if held:  # the rest, cut as segment_spans cuts the whole from ``start`` on
+            for begin, end in segment_spans(len(held), window, overlap):
+                yield (start + begin, start + end), bytes(held[begin:end])
 
 
 Sliceable = bytes | bytearray | Spliced  # a view held whole: ``len`` and slices, as a reviewer reads it
