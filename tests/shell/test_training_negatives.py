@@ -12,9 +12,9 @@ import numpy as np
 from hypothesis import given, settings
 
 from worker.detectors.local.windows import window_spans
+from worker.training.contexts import CONTEXT_SUFFIX, with_clean_contexts
 from worker.training.data import (
     CODE_GROUP_PREFIX,
-    CONTEXT_SUFFIX,
     HARMLESS_PAYLOAD_SHARE,
     LONG_GROUP_PREFIX,
     LONG_PLANTED_SUFFIX,
@@ -28,7 +28,6 @@ from worker.training.data import (
     planted,
     planted_mask,
     with_carriers_alone,
-    with_clean_contexts,
     with_code_negatives,
     with_long_scored,
     with_planted_copies,

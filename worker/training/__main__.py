@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from worker.detectors.local.windows import models_dir
+from worker.training.contexts import with_clean_contexts
 from worker.training.data import (
     HARMLESS_PAYLOAD_SHARE,
     LONG_SCORED_COUNT,
@@ -52,7 +53,6 @@ from worker.training.data import (
     own_mask,
     planted_mask,
     with_carriers_alone,
-    with_clean_contexts,
     with_code_negatives,
     with_long_scored,
     with_planted_copies,
@@ -123,7 +123,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--clean-contexts",
         action="store_true",
         help="also train on the context that attacks placed at the start or end of one document share, "
-        "alone and harmless (an experiment, not the shipped recipe: see data.with_clean_contexts)",
+        "alone and harmless (an experiment, not the shipped recipe: see worker.training.contexts)",
     )
     parser.add_argument(
         "--redistill", action="store_true", help="distil the static embedding even if shipped"
