@@ -118,3 +118,27 @@ def test_trained_torch_module_and_numpy_head_agree_and_learn_order() -> None:
     with torch.no_grad():
         module = net(torch.from_numpy(trainer.vectors), torch.from_numpy(x[:, 1:].astype(np.int64))).numpy()
     np.testing.assert_allclose(module, logits, atol=1e-4)
+
+
+def test_two_fits_give_the_same_weights_and_leave_torch_as_it_was() -> None:
+    """Training is reproducible (fixed threads, deterministic kernels): the shipped head rebuilds
+    from its command. With the torch defaults, two fits on 2 cores gave two heads."""
+    torch = pytest.importorskip("torch")
+    from worker.detectors.local.semantic import load_embedding
+    from worker.training.conv import ConvConfig, ConvTrainer, token_matrix
+
+    embedding = load_embedding()
+    rng = np.random.default_rng(5)
+    words = ["please", "report", "delete", "the", "file", "then", "send", "keys", "notes", "today"]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(3, 120)))) for _ in range(400)]
+    labels = np.array([int("delete" in t and "send" in t) for t in texts])
+    x = token_matrix(texts, np.arange(len(texts)), embedding)
+    threads = torch.get_num_threads()
+    fits = [
+        ConvTrainer(embedding.vectors, ConvConfig(epochs=2, batch=32)).fit(x, labels, np.ones(len(texts)))
+        for _ in range(2)
+    ]
+    for name, value in fits[0].state.items():
+        assert np.array_equal(value, fits[1].state[name]), name
+    assert torch.get_num_threads() == threads
+    assert not torch.are_deterministic_algorithms_enabled()

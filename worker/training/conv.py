@@ -35,6 +35,9 @@ class ConvConfig:
     batch: int = 256
     lr: float = 2e-3
     weight_decay: float = 1e-4
+    # torch's intra-op threads while fitting: CPU kernels split their float sums by thread count, so
+    # the weights depend on it (deterministic algorithms make them depend on nothing else).
+    threads: int = 2
 
 
 def token_matrix(windows: list[str], owner: np.ndarray, embedding: StaticEmbedding) -> np.ndarray:
@@ -93,6 +96,20 @@ class ConvTrainer:
         return Net()
 
     def fit(self, x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray) -> ConvTrainer:
+        """Fit with ``config.threads`` threads and torch's deterministic algorithms, so one command
+        rebuilds the same weights (two fits with the torch defaults, on 2 cores: two heads)."""
+        import torch
+
+        threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+        torch.set_num_threads(self.config.threads)
+        torch.use_deterministic_algorithms(True)
+        try:
+            return self._fit(x, y, sample_weight)
+        finally:
+            torch.set_num_threads(threads)
+            torch.use_deterministic_algorithms(deterministic)
+
+    def _fit(self, x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray) -> ConvTrainer:
         import torch
 
         torch.manual_seed(SEED)
