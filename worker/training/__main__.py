@@ -15,8 +15,9 @@ false alarms as a term of their own. Options not in the shipped recipe: more
 carriers alone per attack, a share of them holding a generated look-alike
 (``--harmless-payloads``), and attacks planted in 16-64 KB carriers with such
 carriers alone, only scored so that the thresholds see them (``--long-scored``),
-and the shared contexts of attacks placed in one document, alone and harmless
-(``--clean-contexts``).
+the shared contexts of attacks placed in one document, alone and harmless
+(``--clean-contexts``), and windows of the planted copies labelled by what they hold
+(``--witnesses DETECTOR``, worker.training.witnesses).
 Both policies' models read a diff without its removed lines (``added_only``).
 Prompt-injection's semantic head is the order-aware convolutional one
 (``head="conv"``, ``worker.training.conv``): it needs torch (``pip install
@@ -126,6 +127,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "alone and harmless (an experiment, not the shipped recipe: see worker.training.contexts)",
     )
     parser.add_argument(
+        "--witnesses",
+        action="append",
+        choices=DETECTORS,
+        default=[],
+        help="repeatable: this detector also labels the windows of the planted copies by what they hold "
+        "(the record's, harmful; the carrier's alone, harmless; worker.training.witnesses), whatever "
+        "its recipe says",
+    )
+    parser.add_argument(
         "--redistill", action="store_true", help="distil the static embedding even if shipped"
     )
     return parser.parse_args(argv)
@@ -189,11 +199,15 @@ def main(argv: list[str] | None = None) -> None:
             if detector == "lexical":
                 from worker.training.lexical import train_lexical
 
-                result = train_lexical(policy, train, out_dir, train_on_copies=copies)
+                result = train_lexical(
+                    policy, train, out_dir, train_on_copies=copies, witnesses=detector in args.witnesses
+                )
             else:
                 from worker.training.semantic import train_semantic
 
-                result = train_semantic(policy, train, out_dir, train_on_copies=copies)
+                result = train_semantic(
+                    policy, train, out_dir, train_on_copies=copies, witnesses=detector in args.witnesses
+                )
             own = own_mask(train)
             fnr, fpr = error_rates(result.oof_scores[own], labels[own], result.threshold_logit)
             summary[f"{policy}/{detector}"] = {"cv_fnr": round(fnr, 4), "cv_fpr": round(fpr, 4)}

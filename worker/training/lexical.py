@@ -15,6 +15,7 @@ from worker.detectors.local.windows import window_spans
 from worker.training.data import Corpus
 from worker.training.mil import MALWARE_GROUP_POWER, MilConfig, MilFit, cross_validate_and_fit, write_artifact
 from worker.training.windows import explode
+from worker.training.witnesses import known_windows
 
 BITS = 20
 SEED = 0
@@ -68,9 +69,8 @@ RECIPES: dict[str, LexicalRecipe] = {
 }
 
 
-def window_matrix(texts: list[str], recipe: LexicalRecipe) -> tuple[sp.csr_matrix, np.ndarray]:
-    """The sparse feature rows of every window (built by the run-time featurizer) and their owners."""
-    windows, owner = explode(texts, recipe.window, recipe.overlap, recipe.added_only)
+def window_matrix(windows: list[str]) -> sp.csr_matrix:
+    """The sparse feature rows of ``windows``, built by the run-time featurizer."""
     rows, buckets, values = [], [], []
     for start in range(0, len(windows), 256):
         r, b, v = featurize(windows[start : start + 256], BITS)
@@ -82,7 +82,7 @@ def window_matrix(texts: list[str], recipe: LexicalRecipe) -> tuple[sp.csr_matri
         shape=(len(windows), 1 << BITS),
         dtype=np.float32,
     )
-    return matrix, owner
+    return matrix
 
 
 def _classifier(recipe: LexicalRecipe) -> SGDClassifier:
@@ -97,16 +97,25 @@ def _classifier(recipe: LexicalRecipe) -> SGDClassifier:
 
 
 def train_lexical(
-    policy: str, train: Corpus, out_dir: Path, log: bool = True, train_on_copies: bool = False
+    policy: str,
+    train: Corpus,
+    out_dir: Path,
+    log: bool = True,
+    train_on_copies: bool = False,
+    witnesses: bool = False,
 ) -> MilFit[SGDClassifier]:
-    """Cross-validate on ``train`` by group, pick the threshold, fit on all of it, write the artifact."""
+    """Cross-validate on ``train`` by group, pick the threshold, fit on all of it, write the artifact;
+    ``witnesses``: label the windows of planted copies by what they hold (worker.training.witnesses)."""
     recipe = RECIPES[policy]
-    matrix, owner = window_matrix(train.texts, recipe)
+    windows, owner = explode(train.texts, recipe.window, recipe.overlap, recipe.added_only)
+    matrix = window_matrix(windows)
+    known = known_windows(windows, owner, train) if witnesses else None
+    del windows
     if log:
         print(f"[lexical:{policy}] {matrix.shape[0]} windows, {matrix.nnz} non-zeros")
     reference = float(len(window_spans(LABELLED_CAP, recipe.window, recipe.overlap)))
     mil = replace(recipe.mil, train_on_copies=train_on_copies, reference_windows=reference)
-    fit = cross_validate_and_fit(lambda: _classifier(recipe), matrix, owner, train, mil)
+    fit = cross_validate_and_fit(lambda: _classifier(recipe), matrix, owner, train, mil, known)
     write_artifact(
         out_dir / policy / ARTIFACT,
         fit,

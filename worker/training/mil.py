@@ -29,6 +29,7 @@ from sklearn.model_selection import GroupKFold
 
 from worker.detectors.local.scan_statistic import WindowNull
 from worker.training.data import Corpus, own_mask, planted_mask, scored_mask
+from worker.training.witnesses import HARMFUL, HARMLESS, LEFT_OUT
 
 # Malicious-package groups are packages (mostly of one record) and GuardDog rules (up to ~70
 # fixtures each): weighting 1/size would drown the GuardDog families, 1/sqrt(size) does not.
@@ -108,11 +109,18 @@ def fit_mil(
     labels: np.ndarray,
     weights: np.ndarray,
     config: MilConfig,
+    known: np.ndarray | None = None,
 ) -> ModelT:
     """Fit a window model on ``x`` (rows owned by artifacts ``owner``) by witness refinement;
-    artifacts of weight 0 are left out."""
+    artifacts of weight 0 are left out. ``known`` (:func:`worker.training.witnesses.known_windows`)
+    overrides the label of the windows whose content training knows, and leaves some out."""
     window_labels = labels[owner]
     window_weights = weights[owner]
+    witnesses = np.zeros(len(owner), dtype=bool)
+    if known is not None:
+        window_labels = np.where((known == HARMLESS) | (known == HARMFUL), known, window_labels)
+        window_weights = np.where(known == LEFT_OUT, 0.0, window_weights)
+        witnesses = known == HARMFUL
     fitted = window_weights > 0
     keep = fitted
     model = make()
@@ -124,7 +132,7 @@ def fit_mil(
             break
         logits = model.decision_function(x)
         best = best_window(logits, owner, len(labels))
-        keep = fitted & ((window_labels == 0) | (logits >= best[owner] - config.margin))
+        keep = fitted & ((window_labels == 0) | witnesses | (logits >= best[owner] - config.margin))
     return model
 
 
@@ -137,11 +145,12 @@ def out_of_fold(
     config: MilConfig,
     copies: np.ndarray | None = None,
     scored: np.ndarray | None = None,
+    known: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Artifact scores (max window logit) and every window's logit, from models that never saw
     the artifact's group. The folds are those of the artifacts that are not ``copies``; a copy
     is in its group's fold (trained on only if ``config.train_on_copies``); the ``scored`` ones are
-    never trained on."""
+    never trained on; ``known``: as in :func:`fit_mil`."""
     copies = np.zeros(len(labels), dtype=bool) if copies is None else copies
     weights = fitted_weights(groups, labels, config, copies, scored)
     scores = np.zeros(len(labels))
@@ -156,7 +165,15 @@ def out_of_fold(
         in_test = np.isin(owner, test)
         local = np.full(len(labels), -1)
         local[train] = np.arange(len(train))
-        model = fit_mil(make, x[in_train], local[owner[in_train]], labels[train], weights[train], config)
+        model = fit_mil(
+            make,
+            x[in_train],
+            local[owner[in_train]],
+            labels[train],
+            weights[train],
+            config,
+            None if known is None else known[in_train],
+        )
         window_logits[in_test] = model.decision_function(x[in_test])
         best = best_window(window_logits[in_test], owner[in_test], len(labels))
         scores[test] = best[test]
@@ -219,13 +236,21 @@ class MilFit(Generic[ModelT]):
 
 
 def cross_validate_and_fit(
-    make_model: Callable[[], ModelT], x: Any, owner: np.ndarray, train: Corpus, config: MilConfig
+    make_model: Callable[[], ModelT],
+    x: Any,
+    owner: np.ndarray,
+    train: Corpus,
+    config: MilConfig,
+    known: np.ndarray | None = None,
 ) -> MilFit[ModelT]:
     """Group-CV on ``train``, the threshold on the policy's own artifacts (borrowed code negatives
-    train the model, not its threshold), then the model fitted on all of ``train``."""
+    train the model, not its threshold), then the model fitted on all of ``train``; ``known``: the
+    window labels training knows (:func:`fit_mil`)."""
     labels = np.asarray(train.labels)
     copies, scored = planted_mask(train), scored_mask(train)
-    oof, window_logits = out_of_fold(make_model, x, owner, labels, train.groups, config, copies, scored)
+    oof, window_logits = out_of_fold(
+        make_model, x, owner, labels, train.groups, config, copies, scored, known
+    )
     null = None
     own = own_mask(train)
     if config.scan_statistic is not None:
@@ -236,7 +261,7 @@ def cross_validate_and_fit(
         oof = null.artifact_logits(oof, np.bincount(owner, minlength=len(labels)))
     threshold = choose_threshold(oof[own], labels[own])
     weights = fitted_weights(train.groups, labels, config, copies, scored)
-    model = fit_mil(make_model, x, owner, labels, weights, config)
+    model = fit_mil(make_model, x, owner, labels, weights, config, known)
     return MilFit(model, oof, threshold, cv_metrics(oof[own], labels[own], threshold), null)
 
 

@@ -7,6 +7,7 @@ shipped (distilled) matrix, so training and scanning see the same numbers.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from worker.training.conv import ConvConfig, ConvTrainer, token_matrix
 from worker.training.data import Corpus
 from worker.training.mil import MALWARE_GROUP_POWER, MilConfig, MilFit, cross_validate_and_fit, write_artifact
 from worker.training.windows import explode
+from worker.training.witnesses import known_windows
 
 SEED = 0
 
@@ -135,37 +137,37 @@ class ScaledHead:
         }
 
 
-def window_features(
-    texts: list[str], embedding: StaticEmbedding, recipe: SemanticRecipe
-) -> tuple[np.ndarray, np.ndarray]:
-    """Pooled embedding features of every window (run-time code) and their owners."""
-    windows, owner = explode(texts, recipe.window, recipe.overlap, recipe.added_only)
-    chunks = [embedding.features(windows[i : i + 512]) for i in range(0, len(windows), 512)]
-    return np.concatenate(chunks), owner
+def window_features(windows: list[str], embedding: StaticEmbedding) -> np.ndarray:
+    """Pooled embedding features of ``windows`` (run-time code)."""
+    return np.concatenate([embedding.features(windows[i : i + 512]) for i in range(0, len(windows), 512)])
 
 
 def train_semantic(
-    policy: str, train: Corpus, out_dir: Path, log: bool = True, train_on_copies: bool = False
+    policy: str,
+    train: Corpus,
+    out_dir: Path,
+    log: bool = True,
+    train_on_copies: bool = False,
+    witnesses: bool = False,
 ) -> MilFit[Any]:
-    """Cross-validate on ``train`` by group, pick the threshold, fit on all of it, write the head."""
+    """Cross-validate on ``train`` by group, pick the threshold, fit on all of it, write the head;
+    ``witnesses``: label the windows of planted copies by what they hold (worker.training.witnesses)."""
     recipe = RECIPES[policy]
     embedding = StaticEmbedding.load(out_dir / EMBEDDING_DIR)
     mil = replace(recipe.mil, train_on_copies=train_on_copies)
-    fit: MilFit[Any]
+    windows, owner = explode(train.texts, recipe.window, recipe.overlap, recipe.added_only)
+    known = known_windows(windows, owner, train) if witnesses else None
+    make: Callable[[], ConvTrainer | ScaledHead]
     if recipe.head == "conv":
-        windows, owner = explode(train.texts, recipe.window, recipe.overlap, recipe.added_only)
-        tokens = token_matrix(windows, owner, embedding)
-        del windows
-        if log:
-            print(f"[semantic:{policy}] {tokens.shape[0]} windows of up to {tokens.shape[1] - 1} tokens")
-        fit = cross_validate_and_fit(
-            lambda: ConvTrainer(embedding.vectors, recipe.conv), tokens, owner, train, mil
-        )
+        x = token_matrix(windows, owner, embedding)
+        make, shape = (lambda: ConvTrainer(embedding.vectors, recipe.conv)), f"up to {x.shape[1] - 1} tokens"
     else:
-        features, owner = window_features(train.texts, embedding, recipe)
-        if log:
-            print(f"[semantic:{policy}] {features.shape[0]} windows of {features.shape[1]} features")
-        fit = cross_validate_and_fit(lambda: ScaledHead(recipe), features, owner, train, mil)
+        x = window_features(windows, embedding)
+        make, shape = (lambda: ScaledHead(recipe)), f"{x.shape[1]} features"
+    del windows
+    if log:
+        print(f"[semantic:{policy}] {x.shape[0]} windows of {shape}")
+    fit: MilFit[Any] = cross_validate_and_fit(make, x, owner, train, mil, known)
     write_artifact(
         out_dir / policy / ARTIFACT,
         fit,
