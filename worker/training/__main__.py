@@ -59,7 +59,7 @@ from worker.training.data import (
     with_planted_copies,
     with_sentences,
 )
-from worker.training.mil import error_rates
+from worker.training.mil import RunOptions, error_rates
 
 if TYPE_CHECKING:  # the trainers themselves are imported lazily, in the loop below
     from worker.training.mil import MilFit
@@ -196,18 +196,15 @@ def main(argv: list[str] | None = None) -> None:
         oof: dict[str, np.ndarray] = {}
         for detector in detectors:
             result: MilFit[Any]
+            run = RunOptions(train_on_copies=copies, witnesses=detector in args.witnesses)
             if detector == "lexical":
                 from worker.training.lexical import train_lexical
 
-                result = train_lexical(
-                    policy, train, out_dir, train_on_copies=copies, witnesses=detector in args.witnesses
-                )
+                result = train_lexical(policy, train, out_dir, run)
             else:
                 from worker.training.semantic import train_semantic
 
-                result = train_semantic(
-                    policy, train, out_dir, train_on_copies=copies, witnesses=detector in args.witnesses
-                )
+                result = train_semantic(policy, train, out_dir, run)
             own = own_mask(train)
             fnr, fpr = error_rates(result.oof_scores[own], labels[own], result.threshold_logit)
             summary[f"{policy}/{detector}"] = {"cv_fnr": round(fnr, 4), "cv_fpr": round(fpr, 4)}

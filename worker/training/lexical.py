@@ -13,7 +13,15 @@ from worker.detectors.local.lexical import ARTIFACT
 from worker.detectors.local.ngrams import featurize
 from worker.detectors.local.windows import window_spans
 from worker.training.data import Corpus
-from worker.training.mil import MALWARE_GROUP_POWER, MilConfig, MilFit, cross_validate_and_fit, write_artifact
+from worker.training.mil import (
+    DEFAULT_RUN,
+    MALWARE_GROUP_POWER,
+    MilConfig,
+    MilFit,
+    RunOptions,
+    cross_validate_and_fit,
+    write_artifact,
+)
 from worker.training.windows import explode
 from worker.training.witnesses import known_windows
 
@@ -97,24 +105,19 @@ def _classifier(recipe: LexicalRecipe) -> SGDClassifier:
 
 
 def train_lexical(
-    policy: str,
-    train: Corpus,
-    out_dir: Path,
-    log: bool = True,
-    train_on_copies: bool = False,
-    witnesses: bool = False,
+    policy: str, train: Corpus, out_dir: Path, run: RunOptions = DEFAULT_RUN
 ) -> MilFit[SGDClassifier]:
     """Cross-validate on ``train`` by group, pick the threshold, fit on all of it, write the artifact;
-    ``witnesses``: label the windows of planted copies by what they hold (worker.training.witnesses)."""
+    ``run``: the options of this training run."""
     recipe = RECIPES[policy]
     windows, owner = explode(train.texts, recipe.window, recipe.overlap, recipe.added_only)
     matrix = window_matrix(windows)
-    known = known_windows(windows, owner, train) if witnesses else None
+    known = known_windows(windows, owner, train) if run.witnesses else None
     del windows
-    if log:
+    if run.log:
         print(f"[lexical:{policy}] {matrix.shape[0]} windows, {matrix.nnz} non-zeros")
     reference = float(len(window_spans(LABELLED_CAP, recipe.window, recipe.overlap)))
-    mil = replace(recipe.mil, train_on_copies=train_on_copies, reference_windows=reference)
+    mil = replace(recipe.mil, train_on_copies=run.train_on_copies, reference_windows=reference)
     fit = cross_validate_and_fit(lambda: _classifier(recipe), matrix, owner, train, mil, known)
     write_artifact(
         out_dir / policy / ARTIFACT,

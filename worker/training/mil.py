@@ -65,6 +65,19 @@ class MilConfig:
     train_on_copies: bool = False
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """What one run of ``python -m worker.training`` asks of every trainer beyond its recipe."""
+
+    train_on_copies: bool = False  # MilConfig.train_on_copies
+    # Label the windows of the planted copies by what they hold (worker.training.witnesses).
+    witnesses: bool = False
+    log: bool = True
+
+
+DEFAULT_RUN = RunOptions()
+
+
 def artifact_weights(groups: Sequence[str], labels: np.ndarray, power: float) -> np.ndarray:
     """Per-artifact weights: ``1/group_size**power``, each class summing to the same total."""
     sizes = Counter(groups)

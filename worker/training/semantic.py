@@ -22,7 +22,15 @@ from worker.detectors.local.embedding import EMBEDDING_DIR, Head, StaticEmbeddin
 from worker.detectors.local.semantic import ARTIFACT
 from worker.training.conv import ConvConfig, ConvTrainer, token_matrix
 from worker.training.data import Corpus
-from worker.training.mil import MALWARE_GROUP_POWER, MilConfig, MilFit, cross_validate_and_fit, write_artifact
+from worker.training.mil import (
+    DEFAULT_RUN,
+    MALWARE_GROUP_POWER,
+    MilConfig,
+    MilFit,
+    RunOptions,
+    cross_validate_and_fit,
+    write_artifact,
+)
 from worker.training.windows import explode
 from worker.training.witnesses import known_windows
 
@@ -142,21 +150,14 @@ def window_features(windows: list[str], embedding: StaticEmbedding) -> np.ndarra
     return np.concatenate([embedding.features(windows[i : i + 512]) for i in range(0, len(windows), 512)])
 
 
-def train_semantic(
-    policy: str,
-    train: Corpus,
-    out_dir: Path,
-    log: bool = True,
-    train_on_copies: bool = False,
-    witnesses: bool = False,
-) -> MilFit[Any]:
+def train_semantic(policy: str, train: Corpus, out_dir: Path, run: RunOptions = DEFAULT_RUN) -> MilFit[Any]:
     """Cross-validate on ``train`` by group, pick the threshold, fit on all of it, write the head;
-    ``witnesses``: label the windows of planted copies by what they hold (worker.training.witnesses)."""
+    ``run``: the options of this training run."""
     recipe = RECIPES[policy]
     embedding = StaticEmbedding.load(out_dir / EMBEDDING_DIR)
-    mil = replace(recipe.mil, train_on_copies=train_on_copies)
+    mil = replace(recipe.mil, train_on_copies=run.train_on_copies)
     windows, owner = explode(train.texts, recipe.window, recipe.overlap, recipe.added_only)
-    known = known_windows(windows, owner, train) if witnesses else None
+    known = known_windows(windows, owner, train) if run.witnesses else None
     make: Callable[[], ConvTrainer | ScaledHead]
     if recipe.head == "conv":
         x = token_matrix(windows, owner, embedding)
@@ -165,7 +166,7 @@ def train_semantic(
         x = window_features(windows, embedding)
         make, shape = (lambda: ScaledHead(recipe)), f"{x.shape[1]} features"
     del windows
-    if log:
+    if run.log:
         print(f"[semantic:{policy}] {x.shape[0]} windows of {shape}")
     fit: MilFit[Any] = cross_validate_and_fit(make, x, owner, train, mil, known)
     write_artifact(
