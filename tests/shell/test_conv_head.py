@@ -121,8 +121,8 @@ def test_trained_torch_module_and_numpy_head_agree_and_learn_order() -> None:
 
 
 def test_two_fits_give_the_same_weights_and_leave_torch_as_it_was() -> None:
-    """Training is reproducible (fixed threads, deterministic kernels): the shipped head rebuilds
-    from its command. With the torch defaults, two fits on 2 cores gave two heads."""
+    """Training is reproducible (fixed threads, deterministic kernels): one command and seed give one
+    head, another seed another. With the torch defaults, two fits on 2 cores gave two heads."""
     torch = pytest.importorskip("torch")
     from worker.detectors.local.semantic import load_embedding
     from worker.training.conv import ConvConfig, ConvTrainer, token_matrix
@@ -140,5 +140,9 @@ def test_two_fits_give_the_same_weights_and_leave_torch_as_it_was() -> None:
     ]
     for name, value in fits[0].state.items():
         assert np.array_equal(value, fits[1].state[name]), name
+    other = ConvTrainer(embedding.vectors, ConvConfig(epochs=2, batch=32, seed=1)).fit(
+        x, labels, np.ones(len(texts))
+    )
+    assert not np.array_equal(other.state["proj.weight"], fits[0].state["proj.weight"])  # --seed 1
     assert torch.get_num_threads() == threads
     assert not torch.are_deterministic_algorithms_enabled()

@@ -136,6 +136,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "its recipe says",
     )
     parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the models' random choices (the corpus's stay fixed; default: 0, the shipped models)",
+    )
+    parser.add_argument(
         "--redistill", action="store_true", help="distil the static embedding even if shipped"
     )
     return parser.parse_args(argv)
@@ -196,7 +202,7 @@ def main(argv: list[str] | None = None) -> None:
         oof: dict[str, np.ndarray] = {}
         for detector in detectors:
             result: MilFit[Any]
-            run = RunOptions(train_on_copies=copies, witnesses=detector in args.witnesses)
+            run = RunOptions(train_on_copies=copies, witnesses=detector in args.witnesses, seed=args.seed)
             if detector == "lexical":
                 from worker.training.lexical import train_lexical
 

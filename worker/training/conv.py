@@ -38,6 +38,7 @@ class ConvConfig:
     # torch's intra-op threads while fitting: CPU kernels split their float sums by thread count, so
     # the weights depend on it (deterministic algorithms make them depend on nothing else).
     threads: int = 2
+    seed: int = SEED  # torch's initial weights and the batch order
 
 
 def token_matrix(windows: list[str], owner: np.ndarray, embedding: StaticEmbedding) -> np.ndarray:
@@ -112,8 +113,8 @@ class ConvTrainer:
     def _fit(self, x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray) -> ConvTrainer:
         import torch
 
-        torch.manual_seed(SEED)
-        rng = np.random.default_rng(SEED)
+        torch.manual_seed(self.config.seed)
+        rng = np.random.default_rng(self.config.seed)
         net = self._module()
         vectors = torch.from_numpy(self.vectors)
         optimizer = torch.optim.Adam(

@@ -93,14 +93,14 @@ def window_matrix(windows: list[str]) -> sp.csr_matrix:
     return matrix
 
 
-def _classifier(recipe: LexicalRecipe) -> SGDClassifier:
+def _classifier(recipe: LexicalRecipe, seed: int = SEED) -> SGDClassifier:
     return SGDClassifier(
         loss="log_loss",
         alpha=recipe.alpha,
         max_iter=recipe.epochs,
         tol=None,
         average=True,
-        random_state=SEED,
+        random_state=seed,
     )
 
 
@@ -118,7 +118,7 @@ def train_lexical(
         print(f"[lexical:{policy}] {matrix.shape[0]} windows, {matrix.nnz} non-zeros")
     reference = float(len(window_spans(LABELLED_CAP, recipe.window, recipe.overlap)))
     mil = replace(recipe.mil, train_on_copies=run.train_on_copies, reference_windows=reference)
-    fit = cross_validate_and_fit(lambda: _classifier(recipe), matrix, owner, train, mil, known)
+    fit = cross_validate_and_fit(lambda: _classifier(recipe, run.seed), matrix, owner, train, mil, known)
     write_artifact(
         out_dir / policy / ARTIFACT,
         fit,

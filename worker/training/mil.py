@@ -73,6 +73,9 @@ class RunOptions:
     # Label the windows of the planted copies by what they hold (worker.training.witnesses).
     witnesses: bool = False
     log: bool = True
+    # The seed of every random choice a trainer makes (initial weights, sample order): a training
+    # option is worth its name only if it wins over several seeds.
+    seed: int = 0
 
 
 DEFAULT_RUN = RunOptions()

@@ -101,12 +101,12 @@ RECIPES: dict[str, SemanticRecipe] = {
 class ScaledHead:
     """Standardise, then an L2 logistic regression or a one-hidden-layer ReLU MLP."""
 
-    def __init__(self, recipe: SemanticRecipe) -> None:
+    def __init__(self, recipe: SemanticRecipe, seed: int = SEED) -> None:
         self.scaler = StandardScaler()
         self.classifier: LogisticRegression | MLPClassifier
         if recipe.hidden:
             self.classifier = MLPClassifier(
-                hidden_layer_sizes=(recipe.hidden,), alpha=recipe.c, max_iter=80, random_state=SEED
+                hidden_layer_sizes=(recipe.hidden,), alpha=recipe.c, max_iter=80, random_state=seed
             )
         else:
             self.classifier = LogisticRegression(C=recipe.c, max_iter=3000)
@@ -161,10 +161,13 @@ def train_semantic(policy: str, train: Corpus, out_dir: Path, run: RunOptions = 
     make: Callable[[], ConvTrainer | ScaledHead]
     if recipe.head == "conv":
         x = token_matrix(windows, owner, embedding)
-        make, shape = (lambda: ConvTrainer(embedding.vectors, recipe.conv)), f"up to {x.shape[1] - 1} tokens"
+        make, shape = (
+            (lambda: ConvTrainer(embedding.vectors, replace(recipe.conv, seed=run.seed))),
+            f"up to {x.shape[1] - 1} tokens",
+        )
     else:
         x = window_features(windows, embedding)
-        make, shape = (lambda: ScaledHead(recipe)), f"{x.shape[1]} features"
+        make, shape = (lambda: ScaledHead(recipe, run.seed)), f"{x.shape[1]} features"
     del windows
     if run.log:
         print(f"[semantic:{policy}] {x.shape[0]} windows of {shape}")
