@@ -14,9 +14,10 @@ Per worker count (``--concurrency``), in one run:
    the same Celery settings, prefork) is started on its own queue and kept running.
 2. Throughput, per intake batch size: ``--gates`` artifacts are submitted first
    (``submit_many``, ``batch`` gates per pre-check message and chord), then a gate worker is
-   started; gates/s = gates / (last decision - first gate started). ``worker-cpu-ms/gate`` is the
-   user+system CPU of the worker and its pool over that window, divided by the gates: the CPU
-   cost of coordination, insensitive to other load.
+   started on an idle queue and, once ready, told to consume the gate queue (so its start-up is
+   done first); gates/s = gates / (last decision - first gate started). ``worker-cpu-ms/gate`` is
+   the user+system CPU of the worker and its pool from then until the last decision, divided by
+   the gates: the CPU cost of coordination, insensitive to other load.
 3. Lone gates (after the first batch size's run, with its worker still up): ``--alone`` gates
    submitted one at a time into the idle worker, each followed by one empty chord on the floor
    worker, so the two samples share the machine's state. A gate's overhead is its latency (row
@@ -94,10 +95,16 @@ def throughput(
     items = ((f"bench-{i}", f"bench artifact {workers} {batch} {i}".encode()) for i in range(n))
     ids = [s.gates[0].id for s in submit_many(rt, items, [TRIVIAL_POLICY], send, batch_size=batch)]
     intake_s = time.perf_counter() - t0
-    worker = canary_worker(svc.env, workers, svc.tmp / f"worker-{workers}-{batch}.log")
+    queue = svc.env["CANARY_TASK_QUEUE"]
+    # Started on an idle queue: a worker consumes while it starts up, and a backlog of small gates
+    # is done before it answers a ping, so its CPU could not be read between start-up and work.
+    worker = canary_worker(
+        svc.env, workers, svc.tmp / f"worker-{workers}-{batch}.log", queues=f"{queue}.idle"
+    )
     ready_s = worker.wait_ready()
-    wait_first_running(rt.repo)
     cpu0 = cpu_seconds(worker.pid)
+    worker.consume(queue)
+    wait_first_running(rt.repo)
     wait_gates(rt.repo, ids)
     cpu1 = cpu_seconds(worker.pid)
     gates = rt.repo.get_many(ids).values()

@@ -282,6 +282,21 @@ class WorkerProcess:
         finally:
             probe.close()
 
+    def consume(self, queue: str, timeout: float = 60.0) -> None:
+        """Tell the worker to start consuming ``queue`` as well (Celery's ``add_consumer``), once it
+        answers: a worker started on an idle queue does its start-up first, then the work."""
+        from celery import Celery
+
+        probe = Celery(broker=self.broker)
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if probe.control.add_consumer(queue, destination=[self.hostname], reply=True, timeout=1.0):
+                    return
+            raise TimeoutError(f"worker did not take queue {queue} in {timeout:.0f} s: {self.tail()}")
+        finally:
+            probe.close()
+
     def tail(self, lines: int = 20) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
@@ -296,10 +311,12 @@ class WorkerProcess:
             self.proc.wait(timeout=30)
 
 
-def canary_worker(env: dict[str, str], concurrency: int, log: Path) -> WorkerProcess:
-    """``canary worker`` (prefork) on the run's queue."""
+def canary_worker(
+    env: dict[str, str], concurrency: int, log: Path, queues: str | None = None
+) -> WorkerProcess:
+    """``canary worker`` (prefork) on the run's queues (``queues``: another list, e.g. an idle one)."""
     argv = [sys.executable, "-m", "worker", "worker", f"--concurrency={concurrency}", "--loglevel=WARNING"]
-    return WorkerProcess(argv, env, log)
+    return WorkerProcess([*argv, f"--queues={queues}"] if queues else argv, env, log)
 
 
 def wait_gates(repo: Any, ids: list[str], timeout: float = 600.0) -> None:
