@@ -73,9 +73,12 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
 
 # The project's own prompt-injection corpus (``python -m worker.training.corpus``): generated
 # attacks and look-alikes in carriers and ten languages, NotInject, README slices and long README
-# documents. Trained on like the policy's train split; dev is never read.
-CORPUS_FILE = Path(__file__).resolve().parent / "corpus" / "data" / "prompt-injection.jsonl.gz"
-EXTRA_CORPORA: dict[str, Path] = {"prompt-injection": CORPUS_FILE}
+# documents; and agent-directed actions from Agent Security Bench (worker/training/corpus/agents.py).
+# Trained on like the policy's train split; dev is never read.
+CORPUS_DIR = Path(__file__).resolve().parent / "corpus" / "data"
+CORPUS_FILE = CORPUS_DIR / "prompt-injection.jsonl.gz"
+AGENTS_FILE = CORPUS_DIR / "agent-actions.jsonl.gz"
+EXTRA_CORPORA: dict[str, tuple[Path, ...]] = {"prompt-injection": (CORPUS_FILE, AGENTS_FILE)}
 LONG_GROUP_PREFIX = "readme-long:"
 # Slices of real release diffs and of the prose they add (worker/training/corpus/releases.py): long
 # harmless carriers like the long READMEs, counted with them.
@@ -83,9 +86,11 @@ RELEASE_GROUP_PREFIX = "release:"
 
 
 def extra_corpus(policy: str) -> Corpus:
-    """The policy's committed extra training corpus (empty if it has none)."""
-    source = EXTRA_CORPORA.get(policy)
-    return load_file(source) if source is not None else Corpus(texts=[], labels=[], groups=[], ids=[])
+    """The policy's committed extra training corpora, joined (empty if it has none)."""
+    corpus = Corpus(texts=[], labels=[], groups=[], ids=[])
+    for source in EXTRA_CORPORA.get(policy, ()):
+        corpus = joined(corpus, load_file(source))
+    return corpus
 
 
 def joined(first: Corpus, second: Corpus) -> Corpus:

@@ -9,7 +9,9 @@ the PIGuard repository's ``datasets/``), README slices, long README documents an
 release diffs and of the prose they add; it writes
 ``data/prompt-injection.jsonl.gz`` (training records, split ``train``), ``data/carriers.jsonl.gz``
 (READMEs kept out of training, for ``benchmarks/planted.py``) and ``data/MANIFEST.json``.
-Dev is never read.
+``agents --asb DIR`` writes ``data/agent-actions.jsonl.gz`` from Agent Security Bench's ``data/``
+folder (``agents.py``), its carriers filled with the README slices of the built corpus, and adds
+its counts to the manifest. Dev is never read.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import gzip
 import json
 from pathlib import Path
 
-from worker.training.corpus import build, registry, releases
+from worker.training.corpus import agents, build, registry, releases
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 PACKAGE_LISTS = Path("/work/.library/env/packages")
@@ -40,7 +42,13 @@ def main(argv: list[str] | None = None) -> None:
     build_args = sub.choices["build"]
     build_args.add_argument("--notinject", type=Path, default=None, help="PIGuard's datasets/ folder")
     build_args.add_argument("--out", type=Path, default=DATA_DIR)
+    agent_args = sub.add_parser("agents", help="write the agent-action records from ASB's data/")
+    agent_args.add_argument("--asb", type=Path, required=True, help="Agent Security Bench's data/ folder")
+    agent_args.add_argument("--out", type=Path, default=DATA_DIR)
     args = parser.parse_args(argv)
+    if args.command == "agents":
+        write_agents(args.asb, args.out)
+        return
     heldout, samples = build.exclusions(args.datasets_dir)
     if args.command == "fetch":
         for ecosystem, listing, count in (
@@ -67,6 +75,45 @@ def main(argv: list[str] | None = None) -> None:
         json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     print(json.dumps(manifest["counts"], indent=2))
+
+
+def write_agents(asb: Path, out: Path) -> None:
+    """``agents``: the ASB records, filled with the built corpus's README slices."""
+    with gzip.open(out / "prompt-injection.jsonl.gz", "rt", encoding="utf-8") as handle:
+        fillers = [r["text"] for r in map(json.loads, handle) if r["id"].startswith("extra:readme:")]
+    records = agents.agent_records(asb, fillers, seed=build.SEED)
+    command = "python -m worker.training.corpus agents --asb ASB/data"
+    write_extra(
+        out, agents.FILE_NAME, records, "agent_actions", command, agents.SOURCE, agents.LICENCE, "agents.py"
+    )
+
+
+def write_extra(
+    out: Path,
+    name: str,
+    records: list[dict[str, object]],
+    key: str,
+    command: str,
+    source: str,
+    licence: str,
+    module: str,
+) -> None:
+    """Write one public set's records beside the corpus and count them in its manifest."""
+    with gzip.GzipFile(out / name, "wb", mtime=0) as raw:
+        raw.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8"))
+    manifest_path = out / "MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    counts = {"harmful": 0, "harmless": 0}
+    for record in records:
+        counts[str(record["label"])] += 1
+    manifest[key] = {
+        "command": command,
+        "file": name,
+        "counts": counts,
+        "source": f"{source}, {licence}: see worker/training/corpus/{module}",
+    }
+    manifest_path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(json.dumps(counts))
 
 
 if __name__ == "__main__":
