@@ -162,7 +162,7 @@ def test_benign_messages_are_allowed(gate, name, policy):
 )
 def test_short_prose_the_semantic_head_flags_alone_is_allowed(gate, content):
     """A lunch invitation, office one-liners and a plain code comment: the semantic head alone flags
-    them (tests/shell/test_trained_detectors.py), the quorum allows them."""
+    some of them (tests/shell/test_trained_detectors.py), the quorum allows them all."""
     report = decide(gate, content, "prompt-injection")
     assert report.decision == "allow", report.reason
 

@@ -100,19 +100,15 @@ def benign_log(size: int) -> bytes:
 # The known weaknesses of the static-embedding heads (strict: a fix must remove the mark). The
 # semantic scores are scan statistics (worker.detectors.local.scan_statistic): one minus the chance that
 # the best of this many harmless windows scores as high as the artifact's best window.
-SEMANTIC_FLAGS_LOGS_MISSES_LEAD_IN = pytest.mark.xfail(
+SEMANTIC_NOT_DILUTED_BY_CODE = pytest.mark.xfail(
     strict=True,
-    reason="known weakness: the PI head scores structured log lines as harmful (out of distribution)",
-)
-SEMANTIC_FLAGS_SHORT_PROSE = pytest.mark.xfail(
-    strict=True,
-    reason="known weakness: the order-aware PI head flags short ordinary prose alone (this lunch invitation"
-    " 0.961, a plain code comment 0.897; benchmarks/short_texts.py: 24 % of short harmless sentences);"
-    " the quorum allows them (tests/shell/test_acceptance.py::test_short_prose_the_semantic_head_flags_alone_is_allowed)",
+    reason="the PI head is not diluted by the code around this comment: it scores the raw view (0.935)"
+    " above the prose view (0.923), the premise of the prose option, which its lexical model keeps",
 )
 SEMANTIC_FLAGS_SHORT_TEXT = pytest.mark.xfail(
     strict=True,
-    reason="known weakness: the PI head scores these benign one-liners up to 0.996 (it flags ~1 in 5 harmless texts)",
+    reason="known weakness: the PI head scores these benign one-liners up to 0.996 (benchmarks/short_texts.py:"
+    " it flags 17 % of short harmless sentences alone; the quorum allows them)",
 )
 SEMANTIC_FLAGS_A_ONE_WINDOW_BUMP = pytest.mark.xfail(
     strict=True,
@@ -137,9 +133,7 @@ def test_clear_injection_is_harmful(make: type[Detector]) -> None:
     assert verdict(make(), CLEAR_INJECTION) == "harmful"
 
 
-@pytest.mark.parametrize(
-    "make", [LexicalDetector, pytest.param(SemanticDetector, marks=SEMANTIC_FLAGS_SHORT_PROSE)]
-)
+@pytest.mark.parametrize("make", DETECTORS)
 def test_benign_email_is_harmless(make: type[Detector]) -> None:
     """An ordinary lunch invitation is harmless under prompt-injection."""
     assert verdict(make(), BENIGN_EMAIL) == "harmless"
@@ -186,9 +180,7 @@ def test_coverage_is_complete_on_100kb(make: type[Detector]) -> None:
     assert answer.coverage.complete and answer.coverage.segments > 1
 
 
-@pytest.mark.parametrize(
-    "make", [LexicalDetector, pytest.param(SemanticDetector, marks=SEMANTIC_FLAGS_LOGS_MISSES_LEAD_IN)]
-)
+@pytest.mark.parametrize("make", DETECTORS)
 def test_deep_injection_is_found(make: type[Detector]) -> None:
     """An injection 30 KB deep inside a 60 KB benign log still makes the artifact harmful."""
     log = benign_log(60_000)
@@ -290,7 +282,7 @@ def _code_with_comment(comment: str) -> bytes:
 
 
 @pytest.mark.parametrize(
-    "make", [LexicalDetector, pytest.param(SemanticDetector, marks=SEMANTIC_FLAGS_SHORT_PROSE)]
+    "make", [LexicalDetector, pytest.param(SemanticDetector, marks=SEMANTIC_NOT_DILUTED_BY_CODE)]
 )
 def test_prose_option_reads_a_comment_in_code_as_text(make: type[Detector]) -> None:
     """With ``prose`` a request planted in a code comment is scored as the text it is (not diluted
