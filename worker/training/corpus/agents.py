@@ -27,6 +27,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from worker.training.corpus.build import record
 from worker.training.corpus.carriers import CARRIERS
 
 SOURCE = "Agent Security Bench data/ (Zhang-Henry/AIOS_agent b38a3d2)"
@@ -70,17 +71,8 @@ def read(folder: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def _record(index: int, text: str, label: int, agent: str, how: str) -> dict[str, Any]:
-    return {
-        "id": f"extra:asb:{index}",
-        "text": text,
-        "label": "harmful" if label else "harmless",
-        "policy": "prompt-injection",
-        "source": SOURCE,
-        "license": LICENCE,
-        "group": f"{GROUP_PREFIX}{agent.removesuffix('_agent')}",
-        "split": "train",
-        "how": how,
-    }
+    group = f"{GROUP_PREFIX}{agent.removesuffix('_agent')}"
+    return record("asb", index, text, label, SOURCE, LICENCE, group, how)
 
 
 def agent_records(folder: Path, fillers: list[str], seed: int = 0) -> list[dict[str, Any]]:

@@ -69,7 +69,7 @@ def _slice(rng: random.Random, text: str, size: int) -> str:
     return releases.line_slice(rng, text.encode("utf-8"), size).decode("utf-8", "ignore")
 
 
-def _record(
+def record(
     kind: str, index: int, text: str, label: int, source: str, licence: str, group: str, how: str
 ) -> dict[str, Any]:
     return {
@@ -117,14 +117,14 @@ def build_corpus(
         text = CARRIERS[carrier](rng, generate.attack(rng, lang, kind, style), rng.choice(fillers))
         how = f"generated attack: {lang} {kind} {style} in {carrier}"
         records.append(
-            _record("attack", i, text, 1, "generated", GENERATED_LICENCE, f"gen-attack:{lang}:{kind}", how)
+            record("attack", i, text, 1, "generated", GENERATED_LICENCE, f"gen-attack:{lang}:{kind}", how)
         )
     for i in range(SHAPED_NEGATIVES):
         lang, carrier = _language(rng), rng.choice(carrier_names)
         text = CARRIERS[carrier](rng, generate.benign_payload(rng, lang), rng.choice(fillers))
         how = f"generated harmless payload: {lang} in {carrier}"
         records.append(
-            _record("shaped", i, text, 0, "generated", GENERATED_LICENCE, f"gen-shaped:{carrier}:{lang}", how)
+            record("shaped", i, text, 0, "generated", GENERATED_LICENCE, f"gen-shaped:{carrier}:{lang}", how)
         )
     for i in range(HARD_NEGATIVES):
         lang, kind = _language(rng), rng.choice(negatives.KINDS)
@@ -132,7 +132,7 @@ def build_corpus(
         text = CARRIERS[carrier](rng, generate.hard_negative(rng, lang, kind), rng.choice(fillers))
         how = f"generated hard negative: {lang} {kind} in {carrier}"
         records.append(
-            _record("hard", i, text, 0, "generated", GENERATED_LICENCE, f"gen-hard:{kind}:{lang}", how)
+            record("hard", i, text, 0, "generated", GENERATED_LICENCE, f"gen-hard:{kind}:{lang}", how)
         )
     records += _notinject(notinject)
     for i, (ecosystem, readme) in enumerate(
@@ -144,7 +144,7 @@ def build_corpus(
         )
         text = _slice(rng, readme["text"], README_SLICE)
         records.append(
-            _record(
+            record(
                 "readme",
                 i,
                 text,
@@ -191,7 +191,7 @@ def _long_documents(rng: random.Random, readmes: list[tuple[str, dict[str, str]]
             f"READMEs of {', '.join(names[:4])}{' ...' if len(names) > 4 else ''} joined, cut at {size} bytes"
         )
         out.append(
-            _record(
+            record(
                 "long",
                 i,
                 text,
@@ -215,7 +215,7 @@ def _release_records(rng: random.Random, cache: Path) -> list[dict[str, Any]]:
             for view, piece in releases.release_slices(rng, data):
                 how = f"{header['label']}: a {len(piece)}-byte slice of the {view}"
                 out.append(
-                    _record(
+                    record(
                         "release",
                         len(out),
                         piece.decode("utf-8", "ignore"),
@@ -238,7 +238,7 @@ def _notinject(folder: Path | None) -> list[dict[str, Any]]:
         for i, item in enumerate(json.loads((folder / name).read_text(encoding="utf-8"))):
             group = f"notinject:{item.get('category', 'other')}"
             out.append(
-                _record(
+                record(
                     f"notinject-{name[10:-5]}",
                     i,
                     item["prompt"],
