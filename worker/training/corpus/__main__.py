@@ -20,6 +20,7 @@ import argparse
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 from worker.training.corpus import agents, build, registry, releases
 
@@ -69,48 +70,36 @@ def main(argv: list[str] | None = None) -> None:
     train, carriers, manifest = build.build_corpus(args.cache, heldout, samples, args.notinject)
     args.out.mkdir(parents=True, exist_ok=True)
     for name, records in (("prompt-injection.jsonl.gz", train), ("carriers.jsonl.gz", carriers)):
-        with gzip.GzipFile(args.out / name, "wb", mtime=0) as raw:
-            raw.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8"))
+        write_records(args.out / name, records)
     (args.out / "MANIFEST.json").write_text(
         json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     print(json.dumps(manifest["counts"], indent=2))
 
 
+def write_records(path: Path, records: list[dict[str, Any]]) -> None:
+    """JSON lines, gzip without a timestamp: the same records give the same bytes."""
+    with gzip.GzipFile(path, "wb", mtime=0) as raw:
+        raw.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8"))
+
+
 def write_agents(asb: Path, out: Path) -> None:
-    """``agents``: the ASB records, filled with the built corpus's README slices."""
+    """``agents``: the ASB records, filled with the built corpus's README slices, and their counts
+    in the manifest."""
     with gzip.open(out / "prompt-injection.jsonl.gz", "rt", encoding="utf-8") as handle:
         fillers = [r["text"] for r in map(json.loads, handle) if r["id"].startswith("extra:readme:")]
     records = agents.agent_records(asb, fillers, seed=build.SEED)
-    command = "python -m worker.training.corpus agents --asb ASB/data"
-    write_extra(
-        out, agents.FILE_NAME, records, "agent_actions", command, agents.SOURCE, agents.LICENCE, "agents.py"
-    )
-
-
-def write_extra(
-    out: Path,
-    name: str,
-    records: list[dict[str, object]],
-    key: str,
-    command: str,
-    source: str,
-    licence: str,
-    module: str,
-) -> None:
-    """Write one public set's records beside the corpus and count them in its manifest."""
-    with gzip.GzipFile(out / name, "wb", mtime=0) as raw:
-        raw.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8"))
+    write_records(out / agents.FILE_NAME, records)
     manifest_path = out / "MANIFEST.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     counts = {"harmful": 0, "harmless": 0}
     for record in records:
-        counts[str(record["label"])] += 1
-    manifest[key] = {
-        "command": command,
-        "file": name,
+        counts[record["label"]] += 1
+    manifest["agent_actions"] = {
+        "command": "python -m worker.training.corpus agents --asb ASB/data",
+        "file": agents.FILE_NAME,
         "counts": counts,
-        "source": f"{source}, {licence}: see worker/training/corpus/{module}",
+        "source": f"{agents.SOURCE}, {agents.LICENCE}: see worker/training/corpus/agents.py",
     }
     manifest_path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(json.dumps(counts))
