@@ -263,3 +263,27 @@ def test_a_diff_knows_which_globs_its_files_match():
     assert diff is not None
     assert diff.has_file(("package.json",)) and diff.has_file(("src/*.py",)) and diff.has_file(("*.py",))
     assert not diff.has_file(("extconf.rb", "*.gemspec"))
+
+
+def test_the_same_bytes_object_is_parsed_once_and_a_large_one_is_not_kept(monkeypatch):
+    """A vote reads one window as added views, as prose and for locations: the second parse of the
+    same bytes object returns the first's diff; equal bytes in another object, or another block
+    size, are parsed again; bytes over 1 MB are never kept alive by the module."""
+    from worker.core import diff as module
+
+    monkeypatch.setattr(module, "_last", None)
+    calls = []
+    parse = module._parse_diff
+    monkeypatch.setattr(
+        module, "_parse_diff", lambda data, block: calls.append(len(data)) or parse(data, block)
+    )
+    data = RELEASE
+    first = parse_diff(data)
+    assert first is not None and parse_diff(data) is first and len(calls) == 1
+    assert parse_diff(bytes(bytearray(data))) is not first and len(calls) == 2
+    assert parse_diff(data, block=64) is not None and len(calls) == 3
+    big = RELEASE + b"+" + b"x" * (1 << 20) + b"\n"
+    parse_diff(big)
+    assert module._last is None
+    parse_diff(big)
+    assert len(calls) == 5

@@ -160,12 +160,32 @@ def looks_like_diff(data: bytes) -> bool:
     return (head == b"-" or b"\n--- " in data) and b"\n+++ " in data and b"\n@@ " in data
 
 
+# The last diff parsed, with the bytes object it was parsed from: a vote reads one window as
+# added views, as prose and for evidence locations, and each would parse it again (a sixth of a
+# prompt-injection vote's CPU on a 24 KB diff). Matched by identity, never by value; only up to a
+# window's size, so an idle worker keeps no large artifact alive. A tuple, replaced whole, so a
+# thread never reads one call's bytes with another's diff.
+_LAST_MAX = 1 << 20
+_last: tuple[bytes, int, Diff | None] | None = None
+
+
 def parse_diff(data: bytes, block: int = 1 << 20) -> Diff | None:
     """Parse a unified diff; ``None`` when ``data`` is not one.
 
     Lines are classified ``block`` bytes at a time, so temporary arrays stay
-    bounded however large the diff is.
+    bounded however large the diff is. The same bytes object parsed again (up to 1 MB) gives
+    the same :class:`Diff`, which is read-only apart from its caches.
     """
+    global _last
+    last = _last
+    if last is not None and last[0] is data and last[1] == block:
+        return last[2]
+    diff = _parse_diff(data, block)
+    _last = (data, block, diff) if len(data) <= _LAST_MAX else None
+    return diff
+
+
+def _parse_diff(data: bytes, block: int) -> Diff | None:
     if not looks_like_diff(data):
         return None
     headers: list[Spans] = []
