@@ -161,8 +161,8 @@ def looks_like_diff(data: bytes) -> bool:
 
 
 # The last diff parsed, with the bytes object it was parsed from: a vote reads one window as
-# added views, as prose and for evidence locations, and each would parse it again (a sixth of a
-# prompt-injection vote's CPU on a 24 KB diff). Matched by identity, never by value; only up to a
+# added views, as prose and for evidence locations, and each would parse it again (an eighth of
+# the pre-check and votes' CPU on a 24 KB diff). Matched by identity, never by value; only up to a
 # window's size, so an idle worker keeps no large artifact alive. A tuple, replaced whole, so a
 # thread never reads one call's bytes with another's diff.
 _LAST_MAX = 1 << 20
