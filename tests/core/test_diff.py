@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import worker.core.diff as diff_module
-from worker.core.diff import is_manifest, is_package_metadata, parse_diff
+from worker.core.diff import parse_diff
+from worker.core.paths import is_manifest, is_package_metadata
 
 RELEASE = b"""diff --git a/package.json b/package.json
 index 1a2b3c4..5d6e7f8 100644

@@ -17,54 +17,25 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from fnmatch import fnmatch
 from functools import cached_property
 from itertools import chain
-from posixpath import basename
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from worker.core.paths import is_manifest, is_package_metadata, path_matches
+
 Spans = npt.NDArray[np.int64]
 
-__all__ = [
-    "Diff",
-    "DiffFile",
-    "INSTALL_MANIFESTS",
-    "is_manifest",
-    "is_package_metadata",
-    "parse_diff",
-    "path_matches",
-]
+__all__ = ["Diff", "DiffFile", "parse_diff"]
 
-INSTALL_MANIFESTS = frozenset({"package.json", "setup.py", "setup.cfg", "pyproject.toml"})
-_METADATA = frozenset(
-    {"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "uv.lock"}
-    | {"Pipfile.lock", "PKG-INFO", "METADATA", "RECORD", "WHEEL", "SOURCES.txt", "top_level.txt"}
-)
 # First four bytes of the header lines the parser reads (``@@`` lines by their first two).
 _HEADER_HEADS = np.array([int.from_bytes(h, "big") for h in (b"diff", b"new ", b"dele", b"Bina", b"GIT ")])
 _HEADER_FIRST = np.isin(np.arange(256), np.frombuffer(b"dnBG@", dtype=np.uint8))  # their first bytes
 _PATH = re.compile(rb"^(?:---|\+\+\+) (?:\"?[ab]/)?(.*?)\"?(?:\t.*)?$")
 _GIT_HEADER = re.compile(rb"^diff --git \"?a/(.*?)\"? \"?b/(.*?)\"?$")
 _BINARY = re.compile(rb"^Binary files (?:\"?a/)?(.*?)\"? and (?:\"?b/)?(.*?)\"? differ$")
-
-
-def is_manifest(path: str) -> bool:
-    """Files whose changes can run code at install time: manifests and ``.pth`` files."""
-    name = basename(path)
-    return name in INSTALL_MANIFESTS or name.endswith(".pth")
-
-
-def path_matches(path: str, globs: tuple[str, ...]) -> bool:
-    """Whether ``path``, or its file name alone, matches one of ``globs``."""
-    return any(fnmatch(path, g) or fnmatch(basename(path), g) for g in globs)
-
-
-def is_package_metadata(path: str) -> bool:
-    """Lockfiles and generated package metadata: changed by releases, never code."""
-    return basename(path) in _METADATA or ".egg-info/" in path or ".dist-info/" in path
 
 
 @dataclass(frozen=True, slots=True)  # a big release has thousands: no per-instance dict

@@ -43,9 +43,10 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 from worker.core.decode import decode_layers, iter_decoded, json_text
-from worker.core.diff import Diff, parse_diff, path_matches
+from worker.core.diff import Diff, parse_diff
 from worker.core.models import Evidence, PrecheckResult, Span
 from worker.core.normalize import Compose, Layer, PieceBuilder, normalize
+from worker.core.paths import path_matches
 from worker.core.policy import HarmPolicy
 from worker.core.prose import is_code, sentence_spans
 from worker.core.ruleset import CHECKS, MAX_MATCH, CheckContext, CompiledRuleset, Hit, Rule, policy_rulesets
