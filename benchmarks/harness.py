@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,6 +268,22 @@ class WorkerProcess:
 
         Raises with the log's tail when the worker exits or stays silent for ``timeout`` s.
         """
+        return self._until_answered(
+            lambda control: control.ping(destination=[self.hostname], timeout=0.5), timeout, "gave no answer"
+        )
+
+    def consume(self, queue: str, timeout: float = 60.0) -> None:
+        """Tell the worker to start consuming ``queue`` as well (Celery's ``add_consumer``), once it
+        answers: a worker started on an idle queue does its start-up first, then the work."""
+        self._until_answered(
+            lambda control: control.add_consumer(queue, destination=[self.hostname], reply=True, timeout=1.0),
+            timeout,
+            f"did not take queue {queue}",
+        )
+
+    def _until_answered(self, ask: Callable[[Any], Any], timeout: float, silent: str) -> float:
+        """Seconds until ``ask(control)`` got a reply from the worker; raises with the log's tail
+        when the worker exits or gives none for ``timeout`` s."""
         from celery import Celery
 
         started = time.monotonic()
@@ -276,24 +292,9 @@ class WorkerProcess:
             while time.monotonic() - started < timeout:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"worker exited with {self.proc.returncode}: {self.tail()}")
-                if probe.control.ping(destination=[self.hostname], timeout=0.5):
+                if ask(probe.control):
                     return time.monotonic() - started
-            raise TimeoutError(f"worker gave no answer in {timeout:.0f} s: {self.tail()}")
-        finally:
-            probe.close()
-
-    def consume(self, queue: str, timeout: float = 60.0) -> None:
-        """Tell the worker to start consuming ``queue`` as well (Celery's ``add_consumer``), once it
-        answers: a worker started on an idle queue does its start-up first, then the work."""
-        from celery import Celery
-
-        probe = Celery(broker=self.broker)
-        try:
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                if probe.control.add_consumer(queue, destination=[self.hostname], reply=True, timeout=1.0):
-                    return
-            raise TimeoutError(f"worker did not take queue {queue} in {timeout:.0f} s: {self.tail()}")
+            raise TimeoutError(f"worker {silent} in {timeout:.0f} s: {self.tail()}")
         finally:
             probe.close()
 
