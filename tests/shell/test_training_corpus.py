@@ -8,9 +8,12 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from worker.core.prose import diff_prose
 from worker.training.corpus import build, generate, phrases, registry, releases
 from worker.training.corpus.carriers import CARRIERS
+from worker.training.data import default_datasets_dir, read_records
 
 DATA = Path(build.__file__).resolve().parent / "data"
 
@@ -154,3 +157,60 @@ def test_release_packages_are_picked_by_hash_outside_the_carriers_share():
     assert first == releases.pick("pypi", list(reversed(names)), 50, build.CARRIER_SHARE)
     assert len(first) == 50
     assert all(releases.share("pypi", n) >= build.CARRIER_SHARE for n in first)
+
+
+def _multi_file_diff(files: int, lines: int) -> bytes:
+    return "".join(
+        f"diff --git a/m{f}.py b/m{f}.py\n--- a/m{f}.py\n+++ b/m{f}.py\n@@ -0,0 +1,{lines} @@\n"
+        + "".join(f"+value_{f}_{i} = {i}\n" for i in range(lines))
+        for f in range(files)
+    ).encode()
+
+
+def test_a_long_release_diff_is_cut_from_a_file_header_to_a_line_end_within_the_cap():
+    """A diff over the cap keeps a stretch that starts at one of its files and ends on a line end;
+    a diff within it is kept whole."""
+    data = _multi_file_diff(files=40, lines=400)  # about 290 KB
+    assert len(data) > releases.PACKAGE_CAP
+    rng = random.Random(0)
+    for _ in range(20):
+        piece = releases.file_aligned(rng, data)
+        assert 0 < len(piece) <= releases.PACKAGE_CAP
+        assert piece.startswith(b"diff --git a/m") and piece.endswith(b"\n")
+        assert piece in data
+    small = _multi_file_diff(files=2, lines=10)
+    assert releases.file_aligned(rng, small) == small
+
+
+def test_package_records_drop_the_labelled_packages_and_form_one_group_each(tmp_path):
+    """Every cached release becomes one harmless malicious-package record in a ``release:`` group,
+    except packages of the labelled splits (by normalised name) and failed or empty fetches."""
+    cache = tmp_path / "cache"
+    _release_cache(cache)
+    labelled = releases.labelled_packages([{"group": "npm:Gamma"}, {"group": "guarddog:tests:x"}])
+    assert labelled == {("npm", "gamma")}
+    records = releases.package_records(random.Random(0), cache, labelled)
+    assert [r["group"] for r in records] == ["release:pypi:alpha"]
+    (record,) = records
+    assert record["label"] == "harmless" and record["policy"] == "malicious-package"
+    assert record["split"] == "train" and record["text"].startswith("diff --git a/app.py")
+    assert releases.package_records(random.Random(0), cache, set())[1]["group"] == "release:npm:gamma"
+
+
+def test_the_committed_package_releases_share_no_package_with_the_labelled_splits():
+    """The committed malicious-package release records are harmless, within the cap, counted in the
+    manifest, and none is of a package that train or dev holds."""
+    manifest = json.loads((DATA / "MANIFEST.json").read_text(encoding="utf-8"))["package_releases"]
+    with gzip.open(DATA / releases.PACKAGES_FILE, "rt", encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle]
+    assert manifest["counts"] == {"harmful": 0, "harmless": len(records)} and len(records) >= 300
+    datasets = default_datasets_dir() / "malicious-package"
+    if not (datasets / "dev.jsonl.gz").exists():
+        pytest.skip("the labelled datasets are not on this machine")
+    labelled = releases.labelled_packages(
+        record for split in ("train", "dev") for record in read_records(datasets / f"{split}.jsonl.gz")
+    )
+    for record in records:
+        ecosystem, name = record["group"].removeprefix("release:").split(":", 1)
+        assert (ecosystem, registry.normalized(ecosystem, name)) not in labelled
+        assert record["label"] == "harmless" and len(record["text"]) <= releases.PACKAGE_CAP

@@ -1,4 +1,4 @@
-"""``python -m worker.training.corpus {fetch,build}``: the extra prompt-injection training corpus.
+"""``python -m worker.training.corpus {fetch,build,agents,packages,behaviours}``: the extra training corpora.
 
 ``fetch`` asks the registries for the READMEs of the most downloaded packages (held-out and
 real-release-sample names dropped first) and diffs the newest release of ``--releases`` of them
@@ -11,7 +11,11 @@ release diffs and of the prose they add; it writes
 (READMEs kept out of training, for ``benchmarks/planted.py``) and ``data/MANIFEST.json``.
 ``agents --asb DIR`` writes ``data/agent-actions.jsonl.gz`` from Agent Security Bench's ``data/``
 folder (``agents.py``), its carriers filled with the README slices of the built corpus, and adds
-its counts to the manifest. Dev is never read.
+its counts to the manifest. ``packages`` writes ``data/package-releases.jsonl.gz``, the
+malicious-package models' harmless release diffs, from the same cache (``releases.py``), dropping the
+packages of that policy's labelled splits; ``behaviours`` then writes
+``data/package-behaviours.jsonl.gz``, generated malicious-package behaviour families and their
+look-alikes (``malware.py``, ``lookalikes.py``, ``behaviours.py``). Dev is never read.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import random
 from pathlib import Path
 from typing import Any
 
-from worker.training.corpus import agents, build, registry, releases
+from worker.training.corpus import agents, behaviours, build, registry, releases
+from worker.training.data import default_datasets_dir, read_records
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 PACKAGE_LISTS = Path("/work/.library/env/packages")
@@ -46,9 +52,23 @@ def main(argv: list[str] | None = None) -> None:
     agent_args = sub.add_parser("agents", help="write the agent-action records from ASB's data/")
     agent_args.add_argument("--asb", type=Path, required=True, help="Agent Security Bench's data/ folder")
     agent_args.add_argument("--out", type=Path, default=DATA_DIR)
+    package_args = sub.add_parser("packages", help="write the malicious-package release diffs from the cache")
+    package_args.add_argument("--cache", type=Path, default=build.default_cache())
+    package_args.add_argument("--datasets-dir", type=Path, default=None)
+    package_args.add_argument("--out", type=Path, default=DATA_DIR)
+    behaviour_args = sub.add_parser(
+        "behaviours", help="write the generated malicious-package behaviour records"
+    )
+    behaviour_args.add_argument("--out", type=Path, default=DATA_DIR)
     args = parser.parse_args(argv)
+    if args.command == "behaviours":
+        write_behaviours(args.out)
+        return
     if args.command == "agents":
         write_agents(args.asb, args.out)
+        return
+    if args.command == "packages":
+        write_packages(args.cache, args.datasets_dir, args.out)
         return
     heldout, samples = build.exclusions(args.datasets_dir)
     if args.command == "fetch":
@@ -83,6 +103,64 @@ def write_records(path: Path, records: list[dict[str, Any]]) -> None:
         raw.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8"))
 
 
+def write_packages(cache: Path, datasets_dir: Path | None, out: Path) -> None:
+    """``packages``: the malicious-package release records, and their count in the manifest. The
+    labelled splits' packages are dropped here (the fetch already dropped held-out and sample names)."""
+    datasets = datasets_dir or default_datasets_dir()
+    labelled = releases.labelled_packages(
+        record
+        for split in ("train", "dev")
+        for record in read_records(datasets / "malicious-package" / f"{split}.jsonl.gz")
+    )
+    records = releases.package_records(random.Random(build.SEED), cache, labelled)
+    write_records(out / releases.PACKAGES_FILE, records)
+    _add_to_manifest(
+        out,
+        "package_releases",
+        {
+            "command": "python -m worker.training.corpus fetch && python -m worker.training.corpus packages",
+            "file": releases.PACKAGES_FILE,
+            "policy": "malicious-package",
+            "counts": {"harmful": 0, "harmless": len(records)},
+            "source": f"{releases.PACKAGES_SOURCE}: see worker/training/corpus/releases.py",
+            "dropped": "the held-out and real-release-sample names (at fetch), and every package of the "
+            "malicious-package train and dev splits",
+        },
+    )
+    print(json.dumps({"harmless": len(records)}))
+
+
+def write_behaviours(out: Path) -> None:
+    """``behaviours``: the generated behaviour families and look-alikes (``behaviours.py``), half of
+    them beside a stretch of the release diffs that ``packages`` wrote, and their counts in the manifest."""
+    with gzip.open(out / releases.PACKAGES_FILE, "rt", encoding="utf-8") as handle:
+        fillers = [json.loads(line)["text"] for line in handle]
+    records = behaviours.behaviour_records(fillers, seed=build.SEED)
+    write_records(out / behaviours.FILE_NAME, records)
+    counts = {"harmful": 0, "harmless": 0}
+    for record in records:
+        counts[record["label"]] += 1
+    _add_to_manifest(
+        out,
+        "package_behaviours",
+        {
+            "command": "python -m worker.training.corpus behaviours (after packages)",
+            "file": behaviours.FILE_NAME,
+            "policy": "malicious-package",
+            "counts": counts,
+            "source": f"{behaviours.SOURCE}, {behaviours.LICENCE}",
+        },
+    )
+    print(json.dumps(counts))
+
+
+def _add_to_manifest(out: Path, key: str, entry: dict[str, Any]) -> None:
+    manifest_path = out / "MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest[key] = entry
+    manifest_path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def write_agents(asb: Path, out: Path) -> None:
     """``agents``: the ASB records, filled with the built corpus's README slices, and their counts
     in the manifest."""
@@ -90,18 +168,19 @@ def write_agents(asb: Path, out: Path) -> None:
         fillers = [r["text"] for r in map(json.loads, handle) if r["id"].startswith("extra:readme:")]
     records = agents.agent_records(asb, fillers, seed=build.SEED)
     write_records(out / agents.FILE_NAME, records)
-    manifest_path = out / "MANIFEST.json"
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     counts = {"harmful": 0, "harmless": 0}
     for record in records:
         counts[record["label"]] += 1
-    manifest["agent_actions"] = {
-        "command": "python -m worker.training.corpus agents --asb ASB/data",
-        "file": agents.FILE_NAME,
-        "counts": counts,
-        "source": f"{agents.SOURCE}, {agents.LICENCE}: see worker/training/corpus/agents.py",
-    }
-    manifest_path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    _add_to_manifest(
+        out,
+        "agent_actions",
+        {
+            "command": "python -m worker.training.corpus agents --asb ASB/data",
+            "file": agents.FILE_NAME,
+            "counts": counts,
+            "source": f"{agents.SOURCE}, {agents.LICENCE}: see worker/training/corpus/agents.py",
+        },
+    )
     print(json.dumps(counts))
 
 

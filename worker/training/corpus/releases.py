@@ -8,6 +8,13 @@ newest release of popular packages against the one before, with the producers' o
 (:func:`producers.registry.release.release_diff`), into ``<cache>/releases/<ecosystem>/``; the
 build cuts line-aligned slices of each diff and of its prose view into harmless records. Held-out
 names and the real-release samples' names are dropped before any request, as for READMEs.
+
+The malicious-package models read the same diffs as code (``packages``): their labelled train split
+holds 728 registry diffs of a few hundred packages, and their false alarms on untouched releases
+are ordinary code of other packages (a compression library, a scope analyser, an HTTP client).
+:func:`package_records` keeps one stretch of each release diff, up to the labelled diffs' 64 KB cap,
+from the start of a random file, and drops the packages of the labelled splits (train and dev) so
+that dev still reads packages no model has seen.
 """
 
 from __future__ import annotations
@@ -16,11 +23,13 @@ import gzip
 import hashlib
 import json
 import random
+import re
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from worker.core.prose import diff_prose
+from worker.training.corpus.registry import normalized
 
 RELEASES = 300  # packages per registry whose newest release is diffed
 MAX_DIFF = 16 << 20  # bytes: a larger diff is not kept (it would only lend more slices)
@@ -102,3 +111,59 @@ def pick(ecosystem: str, names: Iterable[str], count: int, kept_out: float) -> l
     return sorted(eligible, key=lambda n: hashlib.sha256(f"release:{ecosystem}:{n}".encode()).digest())[
         :count
     ]
+
+
+PACKAGE_CAP = 64 << 10  # bytes: the labelled malicious-package diffs' cap, so a record reads as theirs do
+PACKAGES_FILE = "package-releases.jsonl.gz"
+PACKAGES_SOURCE = "the newest release of popular packages diffed against the one before by producers.registry"
+_FILE_HEADER = re.compile(rb"^diff --git ", re.MULTILINE)
+
+
+def file_aligned(rng: random.Random, data: bytes, cap: int = PACKAGE_CAP) -> bytes:
+    """``data`` if it fits in ``cap``, else at most ``cap`` bytes from the header of a random file of
+    the diff to a line end (a diff cut where a file starts reads as a diff)."""
+    if len(data) <= cap:
+        return data
+    starts = [m.start() for m in _FILE_HEADER.finditer(data)] or [0]
+    start = rng.choice(starts)
+    piece = data[start : start + cap]
+    end = piece.rfind(b"\n") + 1 if len(piece) == cap else len(piece)
+    return piece[: end or cap]
+
+
+def labelled_packages(records: Iterable[dict[str, str]]) -> set[tuple[str, str]]:
+    """(ecosystem, normalised name) of every registry package in labelled records (their ``group``
+    is ``pypi:NAME`` or ``npm:NAME``)."""
+    names = set()
+    for record in records:
+        ecosystem, _, name = record["group"].partition(":")
+        if ecosystem in ("pypi", "npm") and name:
+            names.add((ecosystem, normalized(ecosystem, name)))
+    return names
+
+
+def package_records(rng: random.Random, cache: Path, dropped: set[tuple[str, str]]) -> list[dict[str, str]]:
+    """One harmless malicious-package record per cached release diff whose package is not ``dropped``,
+    each its own CV group (``release:`` groups: the ensemble counts their false alarms as a term
+    of their own, like prompt-injection's release slices)."""
+    records = []
+    for ecosystem in ("pypi", "npm"):
+        for header, data in cached_release_diffs(ecosystem, cache):
+            name = header["name"]
+            if (ecosystem, normalized(ecosystem, name)) in dropped:
+                continue
+            piece = file_aligned(rng, data)
+            records.append(
+                {
+                    "id": f"extra:package-release:{ecosystem}:{name}",
+                    "text": piece.decode("utf-8", "replace"),
+                    "label": "harmless",
+                    "policy": "malicious-package",
+                    "source": header["label"],
+                    "license": "the package's own licence",
+                    "group": f"release:{ecosystem}:{name}",
+                    "split": "train",
+                    "how": f"{len(piece)} of the release diff's {len(data)} bytes, from a file's header",
+                }
+            )
+    return records
