@@ -13,11 +13,8 @@ registry is asked), so the list stays the same sample when it is gated later.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import random
 import sys
-from pathlib import Path
 
 import harness  # noqa: F401  (puts the repository on sys.path)
 
@@ -25,30 +22,14 @@ CORPUS_READS = {"pypi": 6000, "npm": 5000}  # 2 x the corpus fetch's defaults: n
 DRAW_FROM = {"pypi": 12000, "npm": 10000}  # ... up to this rank
 
 
-def labelled_packages(datasets: Path) -> set[tuple[str, str]]:
-    """(ecosystem, normalised name) of every package of the malicious-package splits."""
-    from worker.training.corpus.registry import normalized
-
-    names = set()
-    for split in ("train", "dev"):
-        with gzip.open(
-            datasets / "malicious-package" / f"{split}.jsonl.gz", "rt", encoding="utf-8"
-        ) as handle:
-            for line in handle:
-                ecosystem, _, name = json.loads(line)["group"].partition(":")
-                if ecosystem in ("pypi", "npm") and name:
-                    names.add((ecosystem, normalized(ecosystem, name)))
-    return names
-
-
 def main() -> None:
     import httpx
 
     from producers.registry import RegistryError
     from producers.registry.release import parse_spec, resolve_release
-    from worker.training.corpus import build, registry
+    from worker.training.corpus import build, registry, releases
     from worker.training.corpus.__main__ import PACKAGE_LISTS
-    from worker.training.data import default_datasets_dir
+    from worker.training.data import default_datasets_dir, read_records
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -57,7 +38,10 @@ def main() -> None:
     parser.add_argument("--per-registry", type=int, default=40)
     args = parser.parse_args()
     heldout, samples = build.exclusions(None)
-    labelled = labelled_packages(default_datasets_dir())
+    datasets = default_datasets_dir() / "malicious-package"
+    labelled = releases.labelled_packages(
+        record for split in ("train", "dev") for record in read_records(datasets / f"{split}.jsonl.gz")
+    )
     rng = random.Random(args.seed)
     lines = []
     with httpx.Client(timeout=60.0, follow_redirects=True) as client:
