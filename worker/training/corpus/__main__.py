@@ -112,22 +112,17 @@ def write_packages(cache: Path, datasets_dir: Path | None, out: Path) -> None:
         for split in ("train", "dev")
         for record in read_records(datasets / "malicious-package" / f"{split}.jsonl.gz")
     )
-    records = releases.package_records(random.Random(build.SEED), cache, labelled)
-    write_records(out / releases.PACKAGES_FILE, records)
-    _add_to_manifest(
+    _write_counted(
         out,
         "package_releases",
-        {
-            "command": "python -m worker.training.corpus fetch && python -m worker.training.corpus packages",
-            "file": releases.PACKAGES_FILE,
-            "policy": "malicious-package",
-            "counts": {"harmful": 0, "harmless": len(records)},
-            "source": f"{releases.PACKAGES_SOURCE}: see worker/training/corpus/releases.py",
-            "dropped": "the held-out and real-release-sample names (at fetch), and every package of the "
-            "malicious-package train and dev splits",
-        },
+        releases.PACKAGES_FILE,
+        releases.package_records(random.Random(build.SEED), cache, labelled),
+        command="python -m worker.training.corpus fetch && python -m worker.training.corpus packages",
+        policy="malicious-package",
+        source=f"{releases.PACKAGES_SOURCE}: see worker/training/corpus/releases.py",
+        dropped="the held-out and real-release-sample names (at fetch), and every package of the "
+        "malicious-package train and dev splits",
     )
-    print(json.dumps({"harmless": len(records)}))
 
 
 def write_behaviours(out: Path) -> None:
@@ -135,30 +130,42 @@ def write_behaviours(out: Path) -> None:
     them beside a stretch of the release diffs that ``packages`` wrote, and their counts in the manifest."""
     with gzip.open(out / releases.PACKAGES_FILE, "rt", encoding="utf-8") as handle:
         fillers = [json.loads(line)["text"] for line in handle]
-    records = behaviours.behaviour_records(fillers, seed=build.SEED)
-    write_records(out / behaviours.FILE_NAME, records)
+    _write_counted(
+        out,
+        "package_behaviours",
+        behaviours.FILE_NAME,
+        behaviours.behaviour_records(fillers, seed=build.SEED),
+        command="python -m worker.training.corpus behaviours (after packages)",
+        policy="malicious-package",
+        source=f"{behaviours.SOURCE}, {behaviours.LICENCE}",
+    )
+
+
+def _write_counted(
+    out: Path,
+    key: str,
+    file_name: str,
+    records: list[dict[str, Any]],
+    command: str,
+    source: str,
+    policy: str | None = None,
+    **more: str,
+) -> None:
+    """Write ``records`` to ``out/file_name`` and describe them, with their counts by label, under
+    ``key`` in the manifest; print the counts."""
+    write_records(out / file_name, records)
     counts = {"harmful": 0, "harmless": 0}
     for record in records:
         counts[record["label"]] += 1
-    _add_to_manifest(
-        out,
-        "package_behaviours",
-        {
-            "command": "python -m worker.training.corpus behaviours (after packages)",
-            "file": behaviours.FILE_NAME,
-            "policy": "malicious-package",
-            "counts": counts,
-            "source": f"{behaviours.SOURCE}, {behaviours.LICENCE}",
-        },
-    )
-    print(json.dumps(counts))
-
-
-def _add_to_manifest(out: Path, key: str, entry: dict[str, Any]) -> None:
+    entry: dict[str, Any] = {"command": command, "file": file_name}
+    if policy is not None:
+        entry["policy"] = policy
+    entry |= {"counts": counts, "source": source, **more}
     manifest_path = out / "MANIFEST.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     manifest[key] = entry
     manifest_path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(json.dumps(counts))
 
 
 def write_agents(asb: Path, out: Path) -> None:
@@ -166,22 +173,14 @@ def write_agents(asb: Path, out: Path) -> None:
     in the manifest."""
     with gzip.open(out / "prompt-injection.jsonl.gz", "rt", encoding="utf-8") as handle:
         fillers = [r["text"] for r in map(json.loads, handle) if r["id"].startswith("extra:readme:")]
-    records = agents.agent_records(asb, fillers, seed=build.SEED)
-    write_records(out / agents.FILE_NAME, records)
-    counts = {"harmful": 0, "harmless": 0}
-    for record in records:
-        counts[record["label"]] += 1
-    _add_to_manifest(
+    _write_counted(
         out,
         "agent_actions",
-        {
-            "command": "python -m worker.training.corpus agents --asb ASB/data",
-            "file": agents.FILE_NAME,
-            "counts": counts,
-            "source": f"{agents.SOURCE}, {agents.LICENCE}: see worker/training/corpus/agents.py",
-        },
+        agents.FILE_NAME,
+        agents.agent_records(asb, fillers, seed=build.SEED),
+        command="python -m worker.training.corpus agents --asb ASB/data",
+        source=f"{agents.SOURCE}, {agents.LICENCE}: see worker/training/corpus/agents.py",
     )
-    print(json.dumps(counts))
 
 
 if __name__ == "__main__":

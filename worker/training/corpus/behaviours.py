@@ -10,6 +10,7 @@ code and ordinary package code is not learnt as a behaviour.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from worker.training.corpus.lookalikes import LOOK_ALIKES, ci_publish, npm_harmless, pypi_harmless
@@ -20,8 +21,8 @@ SOURCE = "written for this project (worker/training/corpus/malware.py, lookalike
 LICENCE = "Apache-2.0 (written for this project)"
 GROUP_PREFIX = "generated-package:"
 FILE_NAME = "package-behaviours.jsonl.gz"
-PER_FAMILY = 60  # harmful records per family and ecosystem
-PER_LOOK_ALIKE = 60  # harmless records per look-alike kind and ecosystem
+PER_KIND = 60  # records per family or look-alike and registry
+Writers = dict[str, Callable[[Draw, str], Files]]  # a kind's package writer per registry
 
 
 def _with_filler(d: Draw, text: str, fillers: list[str]) -> str:
@@ -34,8 +35,8 @@ def _with_filler(d: Draw, text: str, fillers: list[str]) -> str:
 
 
 def behaviour_records(fillers: list[str], seed: int = 0) -> list[dict[str, Any]]:
-    """The generated records: ``PER_FAMILY`` harmful per family and ecosystem, ``PER_LOOK_ALIKE``
-    harmless per look-alike and ecosystem, and CI workflows dumping secrets."""
+    """The generated records: ``PER_KIND`` of each harmful family and each look-alike per registry,
+    and as many CI workflows that dump secrets and that publish as registries document."""
     rng = random.Random(seed)
     records: list[dict[str, Any]] = []
 
@@ -54,22 +55,19 @@ def behaviour_records(fillers: list[str], seed: int = 0) -> list[dict[str, Any]]
             }
         )
 
-    for family in FAMILIES:
-        for _ in range(PER_FAMILY):
-            d = Draw(rng)
-            add(family, "harmful", "npm", npm_harmful(d, family), d)
-            d = Draw(rng)
-            add(family, "harmful", "pypi", pypi_harmful(d, family), d)
-    for _ in range(PER_FAMILY):
-        d = Draw(rng)
-        add("ci-secrets", "harmful", "github", ci_workflow(d), d)
-    for _ in range(PER_LOOK_ALIKE):
-        d = Draw(rng)
-        add("ci-publish", "harmless", "github", ci_publish(d), d)
-    for kind in LOOK_ALIKES:
-        for _ in range(PER_LOOK_ALIKE):
-            d = Draw(rng)
-            add(kind, "harmless", "npm", npm_harmless(d, kind), d)
-            d = Draw(rng)
-            add(kind, "harmless", "pypi", pypi_harmless(d, kind), d)
+    harmful: Writers = {"npm": npm_harmful, "pypi": pypi_harmful}
+    harmless: Writers = {"npm": npm_harmless, "pypi": pypi_harmless}
+    writers: list[tuple[str, str, Writers]] = (
+        [(family, "harmful", harmful) for family in FAMILIES]
+        + [
+            ("ci-secrets", "harmful", {"github": lambda d, _: ci_workflow(d)}),
+            ("ci-publish", "harmless", {"github": lambda d, _: ci_publish(d)}),
+        ]
+        + [(kind, "harmless", harmless) for kind in LOOK_ALIKES]
+    )
+    for kind, label, by_registry in writers:
+        for _ in range(PER_KIND):
+            for ecosystem, write in by_registry.items():
+                d = Draw(rng)
+                add(kind, label, ecosystem, write(d, kind), d)
     return records
