@@ -76,7 +76,7 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
 # documents; and agent-directed actions from Agent Security Bench (worker/training/corpus/agents.py).
 # The malicious-package models' harmless release diffs of packages no labelled split holds
 # (worker/training/corpus/releases.py), and generated behaviour families with their look-alikes
-# (worker/training/corpus/malware.py). Trained on like the policy's train split; dev is never read.
+# (worker/training/corpus/behaviours.py). Trained on like the policy's train split; dev is never read.
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus" / "data"
 CORPUS_FILE = CORPUS_DIR / "prompt-injection.jsonl.gz"
 AGENTS_FILE = CORPUS_DIR / "agent-actions.jsonl.gz"

@@ -26,7 +26,7 @@ def npm_harmless(d: Draw, kind: str) -> Files:
                         "if (!process.env.CI) {\n  console.log('Thank you for installing "
                         + d.pkg
                         + "! Docs: https://"
-                        + d.pkg.strip("@").replace("/", "-")
+                        + d.dist
                         + ".dev');\n}",
                         "const env = process.env;\nif (env.npm_config_loglevel !== 'silent' && !env.CI) {\n  console.log('\\u001b[96mLove "
                         + d.pkg
@@ -38,7 +38,7 @@ def npm_harmless(d: Draw, kind: str) -> Files:
     if kind == "prebuilt-binary":
         digest = d.rng.randbytes(32).hex()
         version = d.pick(("1.4.2", "0.19.3", "3.0.1"))
-        project = d.pkg.strip("@").replace("/", "-")
+        project = d.dist
         code = (
             "const crypto = require('crypto');\nconst fs = require('fs');\nconst path = require('path');\n"
             "const https = require('https');\nconst {execFileSync} = require('child_process');\n"
@@ -61,7 +61,7 @@ def npm_harmless(d: Draw, kind: str) -> Files:
             "  return env.MYTOOL_TELEMETRY === '1' && !env.DO_NOT_TRACK && !env.CI;\n}\n\n"
             "function track(event) {\n  if (!enabled()) return;\n"
             "  const body = JSON.stringify({event, version: require('./package.json').version, platform: os.platform()});\n"
-            f"  const req = https.request('https://telemetry.{d.pkg.strip('@').replace('/', '-')}.dev/v1/events', {{method: 'POST'}});\n"
+            f"  const req = https.request('https://telemetry.{d.dist}.dev/v1/events', {{method: 'POST'}});\n"
             "  req.on('error', () => {});\n  req.end(body);\n}\n\nmodule.exports = {track};"
         )
         return [("package.json", package_json(d, {"test": "node test.js"})), ("lib/telemetry.js", code)]
@@ -114,7 +114,7 @@ def npm_harmless(d: Draw, kind: str) -> Files:
 
 
 def pypi_harmless(d: Draw, kind: str) -> Files:
-    name = d.pkg.replace("-", "_").replace("@", "").replace("/", "_")
+    name = d.module
     if kind in ("native-build", "thank-you", "prebuilt-binary"):
         setup = (
             "from setuptools import Extension, setup\nfrom setuptools.command.build_ext import build_ext\n\n\n"
@@ -122,7 +122,7 @@ def pypi_harmless(d: Draw, kind: str) -> Files:
             "        if self.compiler.compiler_type == 'unix':\n"
             "            for ext in self.extensions:\n                ext.extra_compile_args = ['-O3']\n"
             "        super().build_extensions()\n\n\n"
-            f"setup(\n    name='{d.pkg}',\n    ext_modules=[Extension('{name}._speedups', ['src/speedups.c'])],\n"
+            f"setup(\n    name='{d.dist}',\n    ext_modules=[Extension('{name}._speedups', ['src/speedups.c'])],\n"
             "    cmdclass={'build_ext': BuildExt},\n)"
         )
         return [("setup.py", setup)]
