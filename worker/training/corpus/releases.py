@@ -23,11 +23,11 @@ import gzip
 import hashlib
 import json
 import random
-import re
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from worker.core.diff import parse_diff
 from worker.core.prose import diff_prose
 from worker.training.corpus.registry import normalized
 
@@ -116,7 +116,6 @@ def pick(ecosystem: str, names: Iterable[str], count: int, kept_out: float) -> l
 PACKAGE_CAP = 64 << 10  # bytes: the labelled malicious-package diffs' cap, so a record reads as theirs do
 PACKAGES_FILE = "package-releases.jsonl.gz"
 PACKAGES_SOURCE = "the newest release of popular packages diffed against the one before by producers.registry"
-_FILE_HEADER = re.compile(rb"^diff --git ", re.MULTILINE)
 
 
 def file_aligned(rng: random.Random, data: bytes, cap: int = PACKAGE_CAP) -> bytes:
@@ -124,7 +123,8 @@ def file_aligned(rng: random.Random, data: bytes, cap: int = PACKAGE_CAP) -> byt
     the diff to a line end (a diff cut where a file starts reads as a diff)."""
     if len(data) <= cap:
         return data
-    starts = [m.start() for m in _FILE_HEADER.finditer(data)] or [0]
+    parsed = parse_diff(data)
+    starts = [f.start for f in parsed.files] if parsed is not None and parsed.files else [0]
     start = rng.choice(starts)
     piece = data[start : start + cap]
     end = piece.rfind(b"\n") + 1 if len(piece) == cap else len(piece)
