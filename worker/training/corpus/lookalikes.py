@@ -9,7 +9,7 @@ the publish step. Written as data, never executed.
 
 from __future__ import annotations
 
-from worker.training.corpus.malware import Draw, Files, package_json
+from worker.training.corpus.package_parts import Draw, Files, package_json
 
 
 def npm_harmless(d: Draw, kind: str) -> Files:
