@@ -29,7 +29,7 @@ def main() -> None:
     from producers.registry.release import parse_spec, resolve_release
     from worker.training.corpus import build, registry, releases
     from worker.training.corpus.__main__ import PACKAGE_LISTS
-    from worker.training.data import default_datasets_dir, read_records
+    from worker.training.data import default_datasets_dir
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -38,10 +38,7 @@ def main() -> None:
     parser.add_argument("--per-registry", type=int, default=40)
     args = parser.parse_args()
     heldout, samples = build.exclusions(None)
-    datasets = default_datasets_dir() / "malicious-package"
-    labelled = releases.labelled_packages(
-        record for split in ("train", "dev") for record in read_records(datasets / f"{split}.jsonl.gz")
-    )
+    labelled = releases.labelled_split_packages(default_datasets_dir())
     rng = random.Random(args.seed)
     lines = []
     with httpx.Client(timeout=60.0, follow_redirects=True) as client:

@@ -13,7 +13,7 @@ import pytest
 from worker.core.prose import diff_prose
 from worker.training.corpus import build, generate, phrases, registry, releases
 from worker.training.corpus.carriers import CARRIERS
-from worker.training.data import default_datasets_dir, read_records
+from worker.training.data import default_datasets_dir
 
 DATA = Path(build.__file__).resolve().parent / "data"
 
@@ -204,12 +204,10 @@ def test_the_committed_package_releases_share_no_package_with_the_labelled_split
     with gzip.open(DATA / releases.PACKAGES_FILE, "rt", encoding="utf-8") as handle:
         records = [json.loads(line) for line in handle]
     assert manifest["counts"] == {"harmful": 0, "harmless": len(records)} and len(records) >= 300
-    datasets = default_datasets_dir() / "malicious-package"
-    if not (datasets / "dev.jsonl.gz").exists():
+    datasets = default_datasets_dir()
+    if not (datasets / "malicious-package" / "dev.jsonl.gz").exists():
         pytest.skip("the labelled datasets are not on this machine")
-    labelled = releases.labelled_packages(
-        record for split in ("train", "dev") for record in read_records(datasets / f"{split}.jsonl.gz")
-    )
+    labelled = releases.labelled_split_packages(datasets)
     for record in records:
         ecosystem, name = record["group"].removeprefix("release:").split(":", 1)
         assert (ecosystem, registry.normalized(ecosystem, name)) not in labelled

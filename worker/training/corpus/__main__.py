@@ -106,12 +106,7 @@ def write_records(path: Path, records: list[dict[str, Any]]) -> None:
 def write_packages(cache: Path, datasets_dir: Path | None, out: Path) -> None:
     """``packages``: the malicious-package release records, and their count in the manifest. The
     labelled splits' packages are dropped here (the fetch already dropped held-out and sample names)."""
-    datasets = datasets_dir or default_datasets_dir()
-    labelled = releases.labelled_packages(
-        record
-        for split in ("train", "dev")
-        for record in read_records(datasets / "malicious-package" / f"{split}.jsonl.gz")
-    )
+    labelled = releases.labelled_split_packages(datasets_dir or default_datasets_dir())
     _write_counted(
         out,
         "package_releases",
@@ -128,8 +123,7 @@ def write_packages(cache: Path, datasets_dir: Path | None, out: Path) -> None:
 def write_behaviours(out: Path) -> None:
     """``behaviours``: the generated behaviour families and look-alikes (``behaviours.py``), half of
     them beside a stretch of the release diffs that ``packages`` wrote, and their counts in the manifest."""
-    with gzip.open(out / releases.PACKAGES_FILE, "rt", encoding="utf-8") as handle:
-        fillers = [json.loads(line)["text"] for line in handle]
+    fillers = [record["text"] for record in read_records(out / releases.PACKAGES_FILE)]
     _write_counted(
         out,
         "package_behaviours",
@@ -171,8 +165,8 @@ def _write_counted(
 def write_agents(asb: Path, out: Path) -> None:
     """``agents``: the ASB records, filled with the built corpus's README slices, and their counts
     in the manifest."""
-    with gzip.open(out / "prompt-injection.jsonl.gz", "rt", encoding="utf-8") as handle:
-        fillers = [r["text"] for r in map(json.loads, handle) if r["id"].startswith("extra:readme:")]
+    records = read_records(out / "prompt-injection.jsonl.gz")
+    fillers = [r["text"] for r in records if r["id"].startswith("extra:readme:")]
     _write_counted(
         out,
         "agent_actions",

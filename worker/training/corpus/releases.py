@@ -30,6 +30,7 @@ from pathlib import Path
 from worker.core.diff import parse_diff
 from worker.core.prose import diff_prose
 from worker.training.corpus.registry import normalized
+from worker.training.data import read_records
 
 RELEASES = 300  # packages per registry whose newest release is diffed
 MAX_DIFF = 16 << 20  # bytes: a larger diff is not kept (it would only lend more slices)
@@ -140,6 +141,14 @@ def labelled_packages(records: Iterable[dict[str, str]]) -> set[tuple[str, str]]
         if ecosystem in ("pypi", "npm") and name:
             names.add((ecosystem, normalized(ecosystem, name)))
     return names
+
+
+def labelled_split_packages(datasets: Path) -> set[tuple[str, str]]:
+    """:func:`labelled_packages` of the malicious-package train and dev splits under ``datasets``."""
+    folder = datasets / "malicious-package"
+    return labelled_packages(
+        record for split in ("train", "dev") for record in read_records(folder / f"{split}.jsonl.gz")
+    )
 
 
 def package_records(rng: random.Random, cache: Path, dropped: set[tuple[str, str]]) -> list[dict[str, str]]:
