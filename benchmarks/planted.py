@@ -1,7 +1,7 @@
 """Is an injection still found when it is planted inside a real carrier? Dev attacks, planted.
 
     python benchmarks/planted.py [--policy prompt-injection] [--size 1024 --size 65536]...
-        [--setup rules,lexical,semantic]... [--carriers N] [FILE.jsonl[.gz]]
+        [--setup rules,lexical,semantic]... [--carriers N] [--by-kind] [FILE.jsonl[.gz]]
 
 The labelled records are short; what the gate reads is a README, a release diff, an e-mail, a
 ticket, a table or tool output of 1-64 KB with the instruction somewhere inside. For every size,
@@ -14,8 +14,9 @@ CSV table (the record in a cell), JSON tool output (the record in a string value
 (the record in an HTML comment, a ``display:none`` block or a paragraph). The prose comes from
 registry READMEs that no model was trained on (``worker/training/corpus/data/carriers.jsonl.gz``).
 It runs ``canary eval --json`` on the bare records and on each planted copy, and prints the
-detection rate bare and planted, and the false-positive rate of the carriers alone. Nothing is
-trained or tuned here.
+detection rate bare and planted, and the false-positive rate of the carriers alone; ``--by-kind``
+adds both per kind of carrier for each size (where the attacks are lost, which carriers are blocked
+alone). Nothing is trained or tuned here.
 """
 
 from __future__ import annotations
@@ -158,6 +159,7 @@ def main() -> None:
     parser.add_argument("--carriers", type=int, default=140, help="carriers alone per size")
     parser.add_argument("--setup", action="append", help="detector setups (default: the shipped gate)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--by-kind", action="store_true", help="also the rates per kind of carrier")
     args = parser.parse_args()
     source = Path(args.file or default_datasets_dir() / args.policy / "dev.jsonl.gz")
     records = [r for r in _read(source) if r["label"] == "harmful"]
@@ -194,6 +196,23 @@ def main() -> None:
                     f" {args.carriers:8d} {row['fp']:4d} {int(row['fp']) / max(1, args.carriers):6.1%}",
                     flush=True,
                 )
+                if args.by_kind:
+                    print_by_kind(row)
+
+
+def print_by_kind(row: dict) -> None:
+    """One line per carrier kind of a planted run: attacks caught in it, and it blocked alone."""
+    by_source = row.get("by_source", {})
+    for kind in KINDS:
+        planted = by_source.get(f"planted-{kind}", {})
+        alone = by_source.get(f"carrier-{kind}", {})
+        attacks, missed = int(planted.get("n", 0)), int(planted.get("fn", 0))
+        carriers, blocked = int(alone.get("n", 0)), int(alone.get("fp", 0))
+        print(
+            f"{'':24} {'  ' + kind:>8} {attacks:7d} {attacks - missed:7d} {(attacks - missed) / max(1, attacks):7.1%}"
+            f" {carriers:8d} {blocked:4d} {blocked / max(1, carriers):6.1%}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
