@@ -73,17 +73,19 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
 
 # The project's own prompt-injection corpus (``python -m worker.training.corpus``): generated
 # attacks and look-alikes in carriers and ten languages, NotInject, README slices and long README
-# documents; and agent-directed actions from Agent Security Bench (worker/training/corpus/agents.py).
+# documents; agent-directed actions from Agent Security Bench (worker/training/corpus/agents.py); and
+# generated injections that steer what the reader says, with look-alikes (corpus/steering.py).
 # The malicious-package models' harmless release diffs of packages no labelled split holds
 # (worker/training/corpus/releases.py), and generated behaviour families with their look-alikes
 # (worker/training/corpus/behaviours.py). Trained on like the policy's train split; dev is never read.
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus" / "data"
 CORPUS_FILE = CORPUS_DIR / "prompt-injection.jsonl.gz"
 AGENTS_FILE = CORPUS_DIR / "agent-actions.jsonl.gz"
+STEERING_FILE = CORPUS_DIR / "steering.jsonl.gz"
 PACKAGES_FILE = CORPUS_DIR / "package-releases.jsonl.gz"
 BEHAVIOURS_FILE = CORPUS_DIR / "package-behaviours.jsonl.gz"
 EXTRA_CORPORA: dict[str, tuple[Path, ...]] = {
-    "prompt-injection": (CORPUS_FILE, AGENTS_FILE),
+    "prompt-injection": (CORPUS_FILE, AGENTS_FILE, STEERING_FILE),
     "malicious-package": (PACKAGES_FILE, BEHAVIOURS_FILE),
 }
 LONG_GROUP_PREFIX = "readme-long:"

@@ -1,4 +1,4 @@
-"""``python -m worker.training.corpus {fetch,build,agents,packages,behaviours}``: the extra training corpora.
+"""``python -m worker.training.corpus {fetch,build,agents,steering,packages,behaviours}``: the extra training corpora.
 
 ``fetch`` asks the registries for the READMEs of the most downloaded packages (held-out and
 real-release-sample names dropped first) and diffs the newest release of ``--releases`` of them
@@ -11,7 +11,8 @@ release diffs and of the prose they add; it writes
 (READMEs kept out of training, for ``benchmarks/planted.py``) and ``data/MANIFEST.json``.
 ``agents --asb DIR`` writes ``data/agent-actions.jsonl.gz`` from Agent Security Bench's ``data/``
 folder (``agents.py``), its carriers filled with the README slices of the built corpus, and adds
-its counts to the manifest. ``packages`` writes ``data/package-releases.jsonl.gz``, the
+its counts to the manifest; ``steering`` writes ``data/steering.jsonl.gz`` the same way, generated
+injections that steer what the reader says and their look-alikes (``steering.py``). ``packages`` writes ``data/package-releases.jsonl.gz``, the
 malicious-package models' harmless release diffs, from the same cache (``releases.py``), dropping the
 packages of that policy's labelled splits; ``behaviours`` then writes
 ``data/package-behaviours.jsonl.gz``, generated malicious-package behaviour families and their
@@ -27,7 +28,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from worker.training.corpus import agents, behaviours, build, registry, releases
+from worker.training.corpus import agents, behaviours, build, registry, releases, steering
 from worker.training.data import default_datasets_dir, read_records
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -52,6 +53,8 @@ def main(argv: list[str] | None = None) -> None:
     agent_args = sub.add_parser("agents", help="write the agent-action records from ASB's data/")
     agent_args.add_argument("--asb", type=Path, required=True, help="Agent Security Bench's data/ folder")
     agent_args.add_argument("--out", type=Path, default=DATA_DIR)
+    steering_args = sub.add_parser("steering", help="write the generated steering records (after build)")
+    steering_args.add_argument("--out", type=Path, default=DATA_DIR)
     package_args = sub.add_parser("packages", help="write the malicious-package release diffs from the cache")
     package_args.add_argument("--cache", type=Path, default=build.default_cache())
     package_args.add_argument("--datasets-dir", type=Path, default=None)
@@ -63,6 +66,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "behaviours":
         write_behaviours(args.out)
+        return
+    if args.command == "steering":
+        write_steering(args.out)
         return
     if args.command == "agents":
         write_agents(args.asb, args.out)
@@ -162,11 +168,16 @@ def _write_counted(
     print(json.dumps(counts))
 
 
+def _readme_fillers(out: Path) -> list[str]:
+    """The README slices of the built corpus: what the later records' carriers are filled with."""
+    records = read_records(out / "prompt-injection.jsonl.gz")
+    return [r["text"] for r in records if r["id"].startswith("extra:readme:")]
+
+
 def write_agents(asb: Path, out: Path) -> None:
     """``agents``: the ASB records, filled with the built corpus's README slices, and their counts
     in the manifest."""
-    records = read_records(out / "prompt-injection.jsonl.gz")
-    fillers = [r["text"] for r in records if r["id"].startswith("extra:readme:")]
+    fillers = _readme_fillers(out)
     _write_counted(
         out,
         "agent_actions",
@@ -174,6 +185,19 @@ def write_agents(asb: Path, out: Path) -> None:
         agents.agent_records(asb, fillers, seed=build.SEED),
         command="python -m worker.training.corpus agents --asb ASB/data",
         source=f"{agents.SOURCE}, {agents.LICENCE}: see worker/training/corpus/agents.py",
+    )
+
+
+def write_steering(out: Path) -> None:
+    """``steering``: the generated steering records (``steering.py``), filled with the built
+    corpus's README slices, and their counts in the manifest."""
+    _write_counted(
+        out,
+        "steering",
+        steering.FILE_NAME,
+        steering.steering_records(_readme_fillers(out), seed=build.SEED),
+        command="python -m worker.training.corpus steering (after build)",
+        source=f"{steering.SOURCE}, {steering.LICENCE}",
     )
 
 
