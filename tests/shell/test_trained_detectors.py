@@ -108,13 +108,19 @@ SEMANTIC_NOT_DILUTED_BY_CODE = pytest.mark.xfail(
 SEMANTIC_FLAGS_SHORT_TEXT = pytest.mark.xfail(
     strict=True,
     reason="known weakness: the PI head scores these benign one-liners up to 0.996 (benchmarks/short_texts.py:"
-    " it flags 17 % of short harmless sentences alone; the quorum allows them)",
+    " it flags 30 % of short harmless sentences alone; the quorum allows them)",
 )
 SEMANTIC_FLAGS_A_ONE_WINDOW_BUMP = pytest.mark.xfail(
     strict=True,
     reason="known weakness: the MP head alone flags a quarter of dev's harmless diffs (52 of 216), this"
     " bump among them (0.981 >= 0.831); the quorum allows it"
     " (tests/shell/test_acceptance.py::test_ordinary_version_bump_is_allowed)",
+)
+SEMANTIC_FLAGS_THE_LUNCH_EMAIL = pytest.mark.xfail(
+    strict=True,
+    reason="known weakness: the PI head of 2026-11-29 alone scores this lunch invitation 0.971 (>= 0.855),"
+    " as every rebuild of the recipe on that day's machine did; the quorum allows it"
+    " (tests/shell/test_acceptance.py::test_short_prose_the_semantic_head_flags_alone_is_allowed)",
 )
 DETECTORS = [LexicalDetector, SemanticDetector]
 
@@ -133,7 +139,9 @@ def test_clear_injection_is_harmful(make: type[Detector]) -> None:
     assert verdict(make(), CLEAR_INJECTION) == "harmful"
 
 
-@pytest.mark.parametrize("make", DETECTORS)
+@pytest.mark.parametrize(
+    "make", [LexicalDetector, pytest.param(SemanticDetector, marks=SEMANTIC_FLAGS_THE_LUNCH_EMAIL)]
+)
 def test_benign_email_is_harmless(make: type[Detector]) -> None:
     """An ordinary lunch invitation is harmless under prompt-injection."""
     assert verdict(make(), BENIGN_EMAIL) == "harmless"
