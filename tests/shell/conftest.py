@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,3 +48,20 @@ def run(tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     runner = CliRunner()
     return lambda *args: runner.invoke(app, list(args))
+
+
+CORPUS_FILLER = "# pkg\n\nThe pkg package parses configuration files.\n\nIt has no dependencies.\n" * 4
+
+
+@pytest.fixture()
+def built_corpus(tmp_path: Path) -> Path:
+    """A data folder as ``corpus build`` leaves it, in miniature: one README slice (``CORPUS_FILLER``)
+    and one record that is no filler ("not a filler"), and a manifest with no extra files yet."""
+    out = tmp_path / "data"
+    out.mkdir()
+    readme = {"id": "extra:readme:0", "text": CORPUS_FILLER, "label": "harmless"}
+    attack = {"id": "extra:attack:0", "text": "not a filler", "label": "harmful"}
+    with gzip.open(out / "prompt-injection.jsonl.gz", "wt", encoding="utf-8") as handle:
+        handle.write(json.dumps(readme) + "\n" + json.dumps(attack) + "\n")
+    (out / "MANIFEST.json").write_text(json.dumps({"counts": {}}), encoding="utf-8")
+    return out

@@ -60,16 +60,10 @@ def test_records_are_deterministic_labelled_by_what_they_ask_and_grouped_by_agen
     assert {r["license"] for r in records} == {"MIT"}
 
 
-def test_the_command_writes_the_records_and_counts_them_in_the_manifest(tmp_path):
+def test_the_command_writes_the_records_and_counts_them_in_the_manifest(tmp_path, built_corpus):
     """``python -m worker.training.corpus agents`` fills its carriers with the built corpus's README
     slices and records its counts beside the corpus's own."""
-    out = tmp_path / "data"
-    out.mkdir()
-    readme = {"id": "extra:readme:0", "text": FILLER, "label": "harmless"}
-    attack = {"id": "extra:attack:0", "text": "not a filler", "label": "harmful"}
-    with gzip.open(out / "prompt-injection.jsonl.gz", "wt", encoding="utf-8") as handle:
-        handle.write(json.dumps(readme) + "\n" + json.dumps(attack) + "\n")
-    (out / "MANIFEST.json").write_text(json.dumps({"counts": {}}), encoding="utf-8")
+    out = built_corpus
     write_agents(_asb(tmp_path / "asb"), out)
     with gzip.open(out / agents.FILE_NAME, "rt", encoding="utf-8") as handle:
         records = [json.loads(line) for line in handle]

@@ -56,14 +56,8 @@ def test_records_are_deterministic_harmful_and_grouped_by_family_and_language():
     assert {r["policy"] for r in records} == {"prompt-injection"}
 
 
-def test_the_command_writes_the_records_and_counts_them_in_the_manifest(tmp_path):
-    out = tmp_path / "data"
-    out.mkdir()
-    readme = {"id": "extra:readme:0", "text": FILLER, "label": "harmless"}
-    attack = {"id": "extra:attack:0", "text": "not a filler", "label": "harmful"}
-    with gzip.open(out / "prompt-injection.jsonl.gz", "wt", encoding="utf-8") as handle:
-        handle.write(json.dumps(readme) + "\n" + json.dumps(attack) + "\n")
-    (out / "MANIFEST.json").write_text(json.dumps({"counts": {}}), encoding="utf-8")
+def test_the_command_writes_the_records_and_counts_them_in_the_manifest(built_corpus):
+    out = built_corpus
     write_steering(out)
     records = _records(out / steering.FILE_NAME)
     assert records and all("not a filler" not in r["text"] for r in records)
