@@ -74,7 +74,7 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
 # The project's own prompt-injection corpus (``python -m worker.training.corpus``): generated
 # attacks and look-alikes in carriers and ten languages, NotInject, README slices and long README
 # documents; agent-directed actions from Agent Security Bench (worker/training/corpus/agents.py); and
-# generated injections that steer what the reader says, with look-alikes (corpus/steering.py).
+# generated injections that steer what the reader says (worker/training/corpus/steering.py).
 # The malicious-package models' harmless release diffs of packages no labelled split holds
 # (worker/training/corpus/releases.py), and generated behaviour families with their look-alikes
 # (worker/training/corpus/behaviours.py). Trained on like the policy's train split; dev is never read.

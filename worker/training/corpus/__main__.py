@@ -12,11 +12,12 @@ release diffs and of the prose they add; it writes
 ``agents --asb DIR`` writes ``data/agent-actions.jsonl.gz`` from Agent Security Bench's ``data/``
 folder (``agents.py``), its carriers filled with the README slices of the built corpus, and adds
 its counts to the manifest; ``steering`` writes ``data/steering.jsonl.gz`` the same way, generated
-injections that steer what the reader says and their look-alikes (``steering.py``). ``packages`` writes ``data/package-releases.jsonl.gz``, the
-malicious-package models' harmless release diffs, from the same cache (``releases.py``), dropping the
-packages of that policy's labelled splits; ``behaviours`` then writes
-``data/package-behaviours.jsonl.gz``, generated malicious-package behaviour families and their
-look-alikes (``malware.py``, ``lookalikes.py``, ``behaviours.py``). Dev is never read.
+injections that steer what the reader says (``steering.py``). ``packages`` writes
+``data/package-releases.jsonl.gz``, the malicious-package models' harmless release diffs, from the
+same cache (``releases.py``), dropping the packages of that policy's labelled splits;
+``behaviours`` then writes ``data/package-behaviours.jsonl.gz``, generated malicious-package
+behaviour families and their look-alikes (``malware.py``, ``lookalikes.py``, ``behaviours.py``).
+Dev is never read.
 """
 
 from __future__ import annotations
