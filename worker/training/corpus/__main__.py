@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.training.corpus import agents, behaviours, build, registry, releases, steering
-from worker.training.data import default_datasets_dir, read_records
+from worker.training.data import CORPUS_FILE, default_datasets_dir, read_records
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 PACKAGE_LISTS = Path("/work/.library/env/packages")
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     train, carriers, manifest = build.build_corpus(args.cache, heldout, samples, args.notinject)
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, records in (("prompt-injection.jsonl.gz", train), ("carriers.jsonl.gz", carriers)):
+    for name, records in ((CORPUS_FILE.name, train), ("carriers.jsonl.gz", carriers)):
         write_records(args.out / name, records)
     (args.out / "MANIFEST.json").write_text(
         json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
@@ -171,7 +171,7 @@ def _write_counted(
 
 def _readme_fillers(out: Path) -> list[str]:
     """The README slices of the built corpus: what the later records' carriers are filled with."""
-    records = read_records(out / "prompt-injection.jsonl.gz")
+    records = read_records(out / CORPUS_FILE.name)
     return [r["text"] for r in records if r["id"].startswith("extra:readme:")]
 
 

@@ -29,13 +29,14 @@ from typing import Any
 
 from worker.training.corpus.build import record
 from worker.training.corpus.carriers import CARRIERS
+from worker.training.data import AGENTS_FILE
 
 SOURCE = "Agent Security Bench data/ (Zhang-Henry/AIOS_agent b38a3d2)"
 LICENCE = "MIT"
 FILES = ("all_attack_tools.jsonl", "agent_task.jsonl", "all_normal_tools.jsonl")
 RENDITIONS = 2  # carriers per aggressive instruction
 GROUP_PREFIX = "asb:"
-FILE_NAME = "agent-actions.jsonl.gz"
+FILE_NAME = AGENTS_FILE.name
 
 # Framings an injection wraps its instruction in (written for this project after the categories of
 # the paper above; ``{i}`` is the instruction). The first is none at all.

@@ -17,11 +17,12 @@ from worker.training.corpus.lookalikes import LOOK_ALIKES, ci_publish, npm_harml
 from worker.training.corpus.malware import FAMILIES, ci_workflow, npm_harmful, pypi_harmful
 from worker.training.corpus.package_parts import Draw, Files, diff
 from worker.training.corpus.releases import file_aligned
+from worker.training.data import BEHAVIOURS_FILE
 
 SOURCE = "written for this project (worker/training/corpus/malware.py, lookalikes.py) after publicly documented behaviour families"
 LICENCE = "Apache-2.0 (written for this project)"
 GROUP_PREFIX = "generated-package:"
-FILE_NAME = "package-behaviours.jsonl.gz"
+FILE_NAME = BEHAVIOURS_FILE.name
 PER_KIND = 60  # records per family or look-alike and registry
 Writers = dict[str, Callable[[Draw, str], Files]]  # a kind's package writer per registry
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from worker.core.diff import parse_diff
 from worker.core.prose import diff_prose
 from worker.training.corpus.registry import normalized
+from worker.training.data import PACKAGES_FILE as PACKAGES_PATH
 from worker.training.data import read_records
 
 RELEASES = 300  # packages per registry whose newest release is diffed
@@ -115,7 +116,7 @@ def pick(ecosystem: str, names: Iterable[str], count: int, kept_out: float) -> l
 
 
 PACKAGE_CAP = 64 << 10  # bytes: the labelled malicious-package diffs' cap, so a record reads as theirs do
-PACKAGES_FILE = "package-releases.jsonl.gz"
+PACKAGES_FILE = PACKAGES_PATH.name
 PACKAGES_SOURCE = "the newest release of popular packages diffed against the one before by producers.registry"
 
 

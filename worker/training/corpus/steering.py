@@ -28,10 +28,11 @@ from typing import Any
 from worker.training.corpus import phrases
 from worker.training.corpus.build import record
 from worker.training.corpus.carriers import CARRIERS
+from worker.training.data import STEERING_FILE
 
 SOURCE = "written for this project (worker/training/corpus/steering.py, steering.json)"
 LICENCE = "Apache-2.0"
-FILE_NAME = "steering.jsonl.gz"
+FILE_NAME = STEERING_FILE.name
 GROUP_PREFIX = "steer:"
 KINDS = ("leak", "respond", "judge", "persona")
 PER_KIND = 15  # records per family and language
@@ -69,7 +70,6 @@ def steering_records(fillers: list[str], seed: int = 0) -> list[dict[str, Any]]:
     the carriers are filled with (the training READMEs' slices)."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = []
-
     for lang in LANGUAGES:
         for kind in KINDS:
             for _ in range(PER_KIND):
