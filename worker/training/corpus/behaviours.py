@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from worker.training.corpus.lookalikes import LOOK_ALIKES, ci_publish, npm_harmless, pypi_harmless
-from worker.training.corpus.malware import FAMILIES, ci_workflow, npm_harmful, pypi_harmful
+from worker.training.corpus.malware import FAMILIES, ci_workflow, npm_harmful
+from worker.training.corpus.malware_pypi import pypi_harmful
 from worker.training.corpus.package_parts import Draw, Files, diff
 from worker.training.corpus.releases import file_aligned
 from worker.training.data import BEHAVIOURS_FILE
