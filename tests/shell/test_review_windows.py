@@ -70,12 +70,18 @@ def test_a_report_from_before_windows_still_shows(tmp_path, run):
 
 def test_harmful_votes_windows_come_first_and_shared_windows_once():
     """What blocked it is shown: the harmful votes' windows, each vote's best first, a window two
-    detectors named once with both scores; a view that cannot be rebuilt has no text."""
+    detectors named once with both scores; a view that cannot be rebuilt has no text. The rules'
+    places (their evidence spans) are not model windows and are never shown here."""
     data = b"0123456789abcdefghij"
     report = {
         "precheck": {"verdict": "harmless", "evidence": []},
         "votes": [
-            {"detector": "rules", "verdict": "harmless"},
+            {
+                "detector": "rules",
+                "backend": "rules",
+                "verdict": "harmless",
+                "windows": [{"view": "raw", "start": 1, "end": 3, "logit": 0.3, "score": 0.3}],
+            },
             {"detector": "quiet", "verdict": "harmless", "windows": [{"start": 0, "end": 5, "score": 0.99}]},
             {
                 "detector": "lexical",
@@ -103,6 +109,9 @@ def test_harmful_votes_windows_come_first_and_shared_windows_once():
     ]
     assert [w.text for w in shown] == [b"abcd", None, b"4567"]
     assert model_windows(report | {"precheck": {"verdict": "harmful"}}, data) == []
+    allowed = {**report, "votes": [{**v, "verdict": "harmless"} for v in report["votes"]]}
+    assert all(w.label.split()[0] != "rules" for w in model_windows(allowed, data, top=10))
+    assert len(model_windows(allowed, data, top=10)) == 4  # every model's window, no rules span
     assert model_windows({"precheck": {}, "votes": [{"windows": [{"start": "0", "score": 1}]}]}, data) == []
 
 

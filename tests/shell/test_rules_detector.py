@@ -81,6 +81,23 @@ def test_catches_a_polite_exfiltration_request():
     assert parse_verdict(answer.output, INJECTION.protocol) == "harmful"
 
 
+def test_the_vote_names_where_the_rules_hit():
+    """The vote's windows are the evidence spans of the raw bytes, heaviest rule first, each with
+    its rule's weight: where the quorum's colocate option looks for the passage votes share."""
+    padding = b"An ordinary paragraph about release notes and build times.\n" * 500
+    data = padding + FORWARD_INVOICES + padding
+    answer = RulesDetector().answer(artifact(data), INJECTION)
+    evidence = run_precheck(data, INJECTION).evidence
+    assert answer.windows and len(answer.windows) == len(evidence)
+    assert {(w.start, w.end, w.score) for w in answer.windows} == {
+        (e.span.start, e.span.end, e.weight) for e in evidence
+    }
+    inside = range(len(padding), len(padding) + len(FORWARD_INVOICES))
+    assert all(w.view == "raw" and w.start in inside for w in answer.windows)
+    assert [w.score for w in answer.windows] == sorted((w.score for w in answer.windows), reverse=True)
+    assert RulesDetector().answer(artifact(BENIGN_EMAIL), INJECTION).windows == ()
+
+
 @pytest.mark.parametrize(
     ("data", "policy"), [(BENIGN_EMAIL, INJECTION), (VERSION_BUMP, PACKAGE), (b"", INJECTION)]
 )

@@ -81,7 +81,8 @@ class Coverage(Frozen):
 
 
 class ScoredWindow(Frozen):
-    """One of a local model's highest-scoring windows: where it lies, never its text.
+    """One of a local model's highest-scoring windows: where it lies, never its text (the rules
+    detector names its evidence spans this way, its rule's weight as logit and score).
 
     ``start``/``end`` are byte offsets into ``view``, the view of the artifact the model read
     (``raw``, ``added``, ``decoded:N``, ``prose``: :mod:`worker.core.views`). ``logit`` is the
@@ -100,7 +101,7 @@ class Answer(Frozen):
 
     The coordinator, not the detector, turns this into a :class:`Vote` by
     validating ``output`` against the policy's strict protocol. ``windows``
-    (local models only): the highest-scoring windows, best first, as offsets.
+    (local detectors only): the highest-scoring windows (rules: evidence spans), best first, as offsets.
     """
 
     output: str
@@ -124,7 +125,7 @@ class Vote(Frozen):
     cost_usd: float = 0.0
     score: float | None = None
     coverage: Coverage | None = None
-    windows: tuple[ScoredWindow, ...] = ()  # a local model's best windows, best first (offsets only)
+    windows: tuple[ScoredWindow, ...] = ()  # a local detector's best windows, best first (offsets only)
 
     @property
     def valid(self) -> bool:

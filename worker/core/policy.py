@@ -80,11 +80,16 @@ class Quorum(_Strict):
     least that score but the others outvote it, the item goes to review instead of being
     allowed. Each detector's score is its own scale (rules: summed rule weights; lexical and
     semantic: a probability), so each gets its own threshold.
+
+    ``colocate_bytes``: harmful votes add up only where they point at one passage (places at
+    most that many bytes apart); None, the default: anywhere in the artifact
+    (:func:`worker.core.quorum.decide_quorum`).
     """
 
     detectors: tuple[DetectorSpec, ...]
     required: int = Field(default=2, ge=1)
     dissent: dict[str, float] = Field(default_factory=dict)
+    colocate_bytes: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _check(self) -> Quorum:

@@ -1,4 +1,16 @@
-"""Quorum: k of n valid votes decide; everything else goes to a human. Fail closed."""
+"""Quorum: k of n valid votes decide; everything else goes to a human. Fail closed.
+
+With ``colocate`` (bytes), harmful votes add up only where they point at one passage. A local
+vote names where it looked: a model's best windows, the rules' evidence spans (view and byte
+offsets, :class:`worker.core.models.ScoredWindow`). In a long harmless document each detector's
+rare false alarm falls on its own paragraph, while an injection is one passage that every
+detector that sees it points at: on dev injections planted in 64 KB carriers, the shipped gate
+blocked 8 of 140 carriers alone, with the detectors' windows apart in 7 of them, and its votes
+on the attacks were apart in 6 of 180 (``benchmarks/planted.py``, 2026-11-29). Places in
+different views (a diff's added lines against its raw bytes) cannot be compared and count as
+one passage; so does a harmful vote that names no place (an LLM judges the whole artifact):
+an option that can only turn quarantines into allows never guesses.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +25,7 @@ def decide_quorum(
     required: int,
     expected: Sequence[str] = (),
     dissent: Mapping[str, float] | None = None,
+    colocate: int | None = None,
 ) -> tuple[Decision, str]:
     """Apply the gate's decision rule.
 
@@ -30,6 +43,12 @@ def decide_quorum(
     whose score reaches its value turns an ``allow`` into ``review`` (a confident
     minority is not overruled). A vote without a score (LLM detectors answer only
     the strict protocol) never dissents.
+
+    ``colocate`` (bytes): the harmful votes count together only if they point at one passage,
+    places no more than that many bytes apart (see the module docstring). Harmful votes that
+    point at different passages are read passage by passage: at the most-flagged passage the
+    other valid votes are harmless ones, so with enough of those the item is allowed (and may
+    still be sent to review by ``dissent``); invalid and missing votes count as before.
     """
     if precheck.verdict == "harmful":
         rules = sorted({e.rule_id for e in precheck.evidence})
@@ -37,6 +56,7 @@ def decide_quorum(
     allowed = set(expected)
     seen: set[str] = set()
     harmful = harmless = invalid = 0
+    flagged: list[Vote] = []
     for vote in votes:
         if vote.detector in seen or (allowed and vote.detector not in allowed):
             continue
@@ -45,10 +65,22 @@ def decide_quorum(
             invalid += 1
         elif vote.verdict == "harmful":
             harmful += 1
+            flagged.append(vote)
         else:
             harmless += 1
     missing = len(allowed - seen)
     tally = f"{harmful} harmful, {harmless} harmless, {invalid} invalid, {missing} missing"
+    if harmful >= required and colocate is not None:
+        together = most_together(flagged, colocate)
+        if together < required:
+            # the harmful votes point at different passages: at the most-flagged one the others
+            # are harmless votes
+            harmless += harmful - together
+            harmful = together
+            tally = (
+                f"{harmful} harmful at one passage, {harmless} harmless there, {invalid} invalid, "
+                f"{missing} missing"
+            )
     if harmful >= required:
         return "quarantine", f"quorum harmful ({tally}; need {required})"
     if harmless >= required:
@@ -72,3 +104,22 @@ def _dissenter(votes: Sequence[Vote], counted: set[str], dissent: Mapping[str, f
         if vote.score >= least:
             return f"{vote.detector} harmful at {vote.score:.4g} >= {least:g}"
     return None
+
+
+def most_together(votes: Sequence[Vote], slack: int) -> int:
+    """The most ``votes`` that point at one passage: places within ``slack`` bytes of one of the
+    places they name. A vote that names no place points everywhere."""
+    anchors = [w for vote in votes for w in vote.windows]
+    if not anchors:
+        return len(votes)
+    return max(
+        sum(
+            not vote.windows
+            or any(
+                w.view != anchor.view or (w.start <= anchor.end + slack and anchor.start <= w.end + slack)
+                for w in vote.windows
+            )
+            for vote in votes
+        )
+        for anchor in anchors
+    )

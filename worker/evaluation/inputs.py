@@ -171,6 +171,7 @@ def derive_policy(policy: HarmPolicy, names: Sequence[str], folder: Path) -> Pat
     data["quorum"] = {
         "required": min(policy.quorum.required, len(chosen)),
         "detectors": [d.model_dump(mode="json") for d in chosen],
+        "colocate_bytes": policy.quorum.colocate_bytes,
     }
     slug = re.sub(r"[^A-Za-z0-9.-]+", "-", data["version"])
     folder.mkdir(parents=True, exist_ok=True)

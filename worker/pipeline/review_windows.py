@@ -52,6 +52,7 @@ def model_windows(report: dict[str, Any], data: bytes, top: int = 3) -> list[Sho
     votes = [v for v in report.get("votes") or [] if isinstance(v, dict)]
     if not driven_by_models(report, votes):
         return []
+    votes = [v for v in votes if v.get("backend") != RULES]  # the rules' places are their evidence
     harmful = [v for v in votes if v.get("verdict") == "harmful" and v.get("windows")]
     found: dict[tuple[str, int, int], tuple[int, list[tuple[str, float]]]] = {}
     for vote in harmful or votes:

@@ -293,17 +293,18 @@ def judge(gate: Gate, item: Pending, policies: PolicyResolver) -> Report:
     """One gate's decision and report under its own policy's quorum (fail closed)."""
     reason_override = item.reason_override
     dissent: dict[str, float] = {}
+    colocate: int | None = None
     try:
         policy = policies.resolve(gate.policy_ref, gate.policy_sha256)
         required, expected = policy.quorum.required, [d.name for d in policy.quorum.detectors]
-        dissent = policy.quorum.dissent
+        dissent, colocate = policy.quorum.dissent, policy.quorum.colocate_bytes
     except PolicyError as exc:
         required, expected, reason_override = 1, ["?"], str(exc)
     decision: Decision
     if reason_override:
         decision, reason = "review", reason_override
     else:
-        decision, reason = decide_quorum(item.precheck, item.votes, required, expected, dissent)
+        decision, reason = decide_quorum(item.precheck, item.votes, required, expected, dissent, colocate)
     if item.note:
         reason = f"{reason}; {item.note}"
     return build_report(gate, decision, reason, item.precheck, item.votes, item.precheck_ms)

@@ -4,7 +4,10 @@ The pre-check blocks alone, so it only fires on decisive evidence (score >=
 ``block_score``). As one voter of the local ensemble this detector may be more
 sensitive: it sums the same rule weights (weak structural signals included) and
 votes ``harmful`` from ``threshold`` on, by default half the policy's block
-score. It scans every byte, so its coverage is always complete.
+score. It scans every byte, so its coverage is always complete. Its vote names where the
+rules hit (the evidence spans of the stretch that scored, heaviest first) as windows of the raw
+bytes, each with its rule's weight as logit and score: where the quorum's ``colocate_bytes``
+looks for the passage the votes agree on.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 from policies.loader import load_ruleset, resolve_rulesets
 from worker.core.detector import Artifact, verdict_output
 from worker.core.errors import ConfigError
-from worker.core.models import Answer, Coverage, Verdict
+from worker.core.models import Answer, Coverage, ScoredWindow, Verdict
 from worker.core.policy import HarmPolicy
 from worker.core.precheck import scan_rules
 
@@ -59,4 +62,13 @@ class RulesDetector:
             raise ConfigError(f"policy {policy.id!r} names no rulesets for the rules detector")
         scan = scan_rules(artifact.data, resolve_rulesets(policy, names), policy.precheck.locality_bytes)
         verdict: Verdict = "harmful" if scan.score >= self.threshold_for(policy) else "harmless"
-        return Answer(output=verdict_output(verdict), coverage=Coverage.full(artifact.size), score=scan.score)
+        places = tuple(
+            ScoredWindow(view="raw", start=e.span.start, end=e.span.end, logit=e.weight, score=e.weight)
+            for e in sorted(scan.evidence.values(), key=lambda e: (-e.weight, e.span.start, e.rule_id))
+        )
+        return Answer(
+            output=verdict_output(verdict),
+            coverage=Coverage.full(artifact.size),
+            score=scan.score,
+            windows=places,
+        )

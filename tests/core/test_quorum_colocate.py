@@ -1,0 +1,158 @@
+"""The quorum's colocate option: harmful votes add up only where they point at one passage."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from policies.loader import load_policy
+from worker.core.models import Coverage, ErrorKind, PrecheckResult, ScoredWindow, Vote
+from worker.core.policy import Quorum
+from worker.core.quorum import decide_quorum, most_together
+
+CLEAN = PrecheckResult(verdict="harmless")
+NAMES = ("rules", "lexical", "semantic")
+SLACK = 512
+
+
+def at(*places: tuple[int, int] | tuple[int, int, str]) -> tuple[ScoredWindow, ...]:
+    return tuple(
+        ScoredWindow(view=p[2] if len(p) == 3 else "raw", start=p[0], end=p[1], logit=1.0, score=0.9)
+        for p in places
+    )
+
+
+def vote(
+    name: str,
+    verdict: str | None,
+    windows: tuple[ScoredWindow, ...] = (),
+    score: float | None = 0.9,
+    error: ErrorKind | None = None,
+) -> Vote:
+    return Vote(
+        detector=name,
+        backend=name,
+        verdict=verdict,
+        error=error,
+        score=score,
+        windows=windows,
+        coverage=Coverage(total_bytes=70_000, scanned_bytes=70_000),
+    )
+
+
+def decide(votes: list[Vote], colocate: int | None = SLACK, dissent: dict[str, float] | None = None) -> str:
+    return decide_quorum(CLEAN, votes, 2, NAMES, dissent, colocate)[0]
+
+
+def test_votes_at_one_passage_quarantine():
+    """Two harmful votes whose windows overlap quarantine, as without the option."""
+    votes = [
+        vote("rules", "harmless"),
+        vote("lexical", "harmful", at((40_960, 41_472), (3_072, 3_584))),
+        vote("semantic", "harmful", at((41_344, 41_856))),
+    ]
+    decision, reason = decide_quorum(CLEAN, votes, 2, NAMES, None, SLACK)
+    assert decision == "quarantine"
+    assert reason.startswith("quorum harmful (2 harmful, 1 harmless")
+
+
+def test_votes_at_different_passages_are_read_passage_by_passage():
+    """Two harmful votes on paragraphs 30 KB apart: at each passage one harmful vote against two
+    harmless ones, so the item is allowed, and the reason says the votes were apart."""
+    votes = [
+        vote("rules", "harmless"),
+        vote("lexical", "harmful", at((25_728, 26_240))),
+        vote("semantic", "harmful", at((14_208, 14_720), (25_728 + 4_096, 26_240 + 4_096))),
+    ]
+    decision, reason = decide_quorum(CLEAN, votes, 2, NAMES, None, SLACK)
+    assert decision == "allow"
+    assert "1 harmful at one passage, 2 harmless there" in reason
+    assert decide(votes, colocate=None) == "quarantine"  # without the option: anywhere adds up
+
+
+def test_the_rules_evidence_spans_are_places_too():
+    """A rules vote points at its evidence: near a model's window it adds up, far from it not."""
+    near = [vote("rules", "harmful", at((54_081, 54_104))), vote("lexical", "harmful", at((53_760, 54_272)))]
+    far = [vote("rules", "harmful", at((4_535, 4_559))), vote("lexical", "harmful", at((21_888, 22_400)))]
+    assert decide([*near, vote("semantic", "harmless")]) == "quarantine"
+    assert decide([*far, vote("semantic", "harmless")]) == "allow"
+
+
+def test_slack_is_bytes_between_places():
+    """Places count as one passage up to ``colocate`` bytes apart, not beyond."""
+    votes = [vote("lexical", "harmful", at((0, 512))), vote("semantic", "harmful", at((1_000, 1_512)))]
+    assert decide([vote("rules", "harmless"), *votes], colocate=488) == "quarantine"
+    assert decide([vote("rules", "harmless"), *votes], colocate=487) == "allow"
+
+
+def test_places_in_other_views_cannot_be_compared_and_count_as_one_passage():
+    """A diff's added-lines view and its raw bytes have other offsets: never read as apart."""
+    votes = [
+        vote("rules", "harmful", at((90_000, 90_020))),
+        vote("lexical", "harmful", at((1_920, 2_432, "added"))),
+        vote("semantic", "harmless"),
+    ]
+    assert decide(votes) == "quarantine"
+
+
+def test_a_vote_without_places_points_everywhere():
+    """An LLM vote names no window: it agrees with any other harmful vote."""
+    votes = [vote("rules", "harmless"), vote("lexical", "harmful", at((0, 512))), vote("semantic", "harmful")]
+    assert decide(votes) == "quarantine"
+
+
+def test_apart_votes_with_an_invalid_third_go_to_review():
+    """Apart harmful votes beside an invalid one: one harmful and one harmless at the passage,
+    no quorum either way, so review, never allow."""
+    votes = [
+        vote("rules", "harmless", error=ErrorKind.timeout, score=None),
+        vote("lexical", "harmful", at((0, 512))),
+        vote("semantic", "harmful", at((40_000, 40_512))),
+    ]
+    assert decide(votes) == "review"
+
+
+def test_apart_votes_still_dissent():
+    """A confident harmful vote outvoted at its passage sends the item to review by ``dissent``."""
+    votes = [
+        vote("rules", "harmless"),
+        vote("lexical", "harmful", at((0, 512)), score=0.9995),
+        vote("semantic", "harmful", at((40_000, 40_512))),
+    ]
+    assert decide(votes, dissent={"lexical": 0.999}) == "review"
+    assert decide(votes) == "allow"
+
+
+def test_three_votes_two_together_quarantine():
+    """Of three harmful votes, two at one passage are a quorum of two."""
+    votes = [
+        vote("rules", "harmful", at((9_635, 9_651))),
+        vote("lexical", "harmful", at((9_600, 10_112))),
+        vote("semantic", "harmful", at((51_456, 51_968))),
+    ]
+    assert decide(votes) == "quarantine"
+
+
+def test_most_together_counts_the_best_passage():
+    votes = [
+        vote("rules", "harmful", at((100, 120), (9_000, 9_020))),
+        vote("lexical", "harmful", at((8_800, 9_312))),
+        vote("semantic", "harmful", at((30_000, 30_512))),
+    ]
+    assert most_together(votes, SLACK) == 2
+    assert most_together(votes, 100_000) == 3
+    assert most_together([vote("lexical", "harmful"), vote("semantic", "harmful")], 0) == 2
+
+
+def test_option_is_validated():
+    detectors = load_policy("prompt-injection").quorum.detectors
+    with pytest.raises(ValidationError):
+        Quorum(detectors=detectors, colocate_bytes=-1)
+    assert Quorum(detectors=detectors).colocate_bytes is None
+
+
+def test_shipped_policies():
+    """Prompt-injection reads votes passage by passage; malicious-package, whose evidence spans a
+    release (a hook in one file runs the payload of another), does not."""
+    assert load_policy("prompt-injection").quorum.colocate_bytes == SLACK
+    assert load_policy("malicious-package").quorum.colocate_bytes is None
