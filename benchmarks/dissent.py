@@ -6,8 +6,8 @@
 ``votes`` runs each policy's pre-check and its local detectors on every labelled record
 (and, with ``--releases``, on the cached real-release diffs of ``benchmarks/real_releases.py``,
 all presumed harmless) exactly as the gate does, and writes one JSON line per item: label,
-split, pre-check verdict, and each detector's verdict and score. Nothing of the text is
-written. ``table`` replays the quorum (:func:`worker.core.quorum.decide_quorum`, the gate's
+split, pre-check verdict, each detector's verdict, score and places (the windows its vote names,
+as offsets), and the policy's ``colocate_bytes``. Nothing of the text is written. ``table`` replays the quorum (:func:`worker.core.quorum.decide_quorum`, the gate's
 own rule) over those votes: for each detector, the split votes it loses, and for candidate
 dissent thresholds how many harmless items would go to review (the cost) and how many
 allowed attacks would (the gain). Choose thresholds on train; report dev and releases.
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from policies.loader import load_policy  # noqa: E402
 from worker.core.detector import Artifact, cast_vote  # noqa: E402
-from worker.core.models import Vote  # noqa: E402
+from worker.core.models import ScoredWindow, Vote  # noqa: E402
 from worker.core.precheck import run_precheck  # noqa: E402
 from worker.core.quorum import decide_quorum  # noqa: E402
 from worker.detectors import detector_for  # noqa: E402
@@ -64,12 +64,21 @@ def votes_command(args: argparse.Namespace) -> None:
             for split, label, data in items:
                 artifact = Artifact(sha256=hashlib.sha256(data).hexdigest(), data=data)
                 row: dict[str, Any] = {"policy": policy_id, "split": split, "label": label}
+                row["colocate"] = policy.quorum.colocate_bytes
                 row["precheck"] = run_precheck(data, policy).verdict
                 row["votes"] = []
                 for spec in policy.quorum.detectors:
                     answer = detector_for(policy, spec).answer(artifact, policy)
                     vote = cast_vote(spec.name, spec.kind, answer, policy.protocol, 0.0)
-                    row["votes"].append({"detector": spec.name, "verdict": vote.verdict, "score": vote.score})
+                    places = [[w.view, w.start, w.end] for w in vote.windows]
+                    row["votes"].append(
+                        {
+                            "detector": spec.name,
+                            "verdict": vote.verdict,
+                            "score": vote.score,
+                            "places": places,
+                        }
+                    )
                 out.write(json.dumps(row) + "\n")
 
 
@@ -84,11 +93,15 @@ def replay(row: dict[str, Any], dissent: dict[str, float], required: int = 2) ->
             verdict=v["verdict"],
             score=v["score"],
             coverage=Coverage.full(1),
+            windows=tuple(
+                ScoredWindow(view=view, start=start, end=end, logit=0.0, score=0.0)
+                for view, start, end in v.get("places", ())
+            ),
         )
         for v in row["votes"]
     ]
     names = [v.detector for v in votes]
-    return decide_quorum(precheck, votes, required, names, dissent)[0]
+    return decide_quorum(precheck, votes, required, names, dissent, row.get("colocate"))[0]
 
 
 def table_command(args: argparse.Namespace) -> None:
