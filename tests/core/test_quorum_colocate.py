@@ -6,7 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from policies.loader import load_policy
-from worker.core.models import Coverage, ErrorKind, PrecheckResult, ScoredWindow, Vote
+from tests.core.test_quorum_dissent import vote as dissent_vote
+from worker.core.models import ErrorKind, PrecheckResult, ScoredWindow, Vote
 from worker.core.policy import Quorum
 from worker.core.quorum import decide_quorum, most_together
 
@@ -29,15 +30,7 @@ def vote(
     score: float | None = 0.9,
     error: ErrorKind | None = None,
 ) -> Vote:
-    return Vote(
-        detector=name,
-        backend=name,
-        verdict=verdict,
-        error=error,
-        score=score,
-        windows=windows,
-        coverage=Coverage(total_bytes=70_000, scanned_bytes=70_000),
-    )
+    return dissent_vote(name, verdict, score, error, windows)
 
 
 def decide(votes: list[Vote], colocate: int | None = SLACK, dissent: dict[str, float] | None = None) -> str:

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from policies.loader import load_policy
-from worker.core.models import Coverage, ErrorKind, PrecheckResult, Vote
+from worker.core.models import Coverage, ErrorKind, PrecheckResult, ScoredWindow, Vote
 from worker.core.policy import Quorum
 from worker.core.quorum import decide_quorum
 
@@ -14,13 +14,20 @@ CLEAN = PrecheckResult(verdict="harmless")
 NAMES = ("rules", "lexical", "semantic")
 
 
-def vote(name: str, verdict: str | None, score: float | None = None, error: ErrorKind | None = None) -> Vote:
+def vote(
+    name: str,
+    verdict: str | None,
+    score: float | None = None,
+    error: ErrorKind | None = None,
+    windows: tuple[ScoredWindow, ...] = (),
+) -> Vote:
     return Vote(
         detector=name,
         backend=name,
         verdict=verdict,
         error=error,
         score=score,
+        windows=windows,
         coverage=Coverage(total_bytes=10, scanned_bytes=10),
     )
 
