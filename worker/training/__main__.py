@@ -16,8 +16,9 @@ carriers alone per attack, a share of them holding a generated look-alike
 (``--harmless-payloads``), and attacks planted in 16-64 KB carriers with such
 carriers alone, only scored so that the thresholds see them (``--long-scored``),
 the shared contexts of attacks placed in one document, alone and harmless
-(``--clean-contexts``), and windows of the planted copies labelled by what they hold
-(``--witnesses DETECTOR``, worker.training.witnesses).
+(``--clean-contexts``), windows of the planted copies labelled by what they hold
+(``--witnesses DETECTOR``, worker.training.witnesses), and thresholds chosen for a quorum that
+reads votes passage by passage (``--passages``, worker.training.ensemble).
 Both policies' models read a diff without its removed lines (``added_only``).
 Prompt-injection's semantic head is the order-aware convolutional one
 (``head="conv"``, ``worker.training.conv``): it needs torch (``pip install
@@ -136,6 +137,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "its recipe says",
     )
     parser.add_argument(
+        "--passages",
+        action="store_true",
+        help="simulate the quorum passage by passage (the policy's quorum.colocate_bytes) when choosing "
+        "the thresholds, and choose the semantic reference length with them (an experiment, not the "
+        "shipped recipe: see worker.training.ensemble)",
+    )
+    parser.add_argument(
         "--seed",
         type=int,
         default=0,
@@ -147,9 +155,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _keep_oof(policy: str, train: Corpus, oof: dict[str, np.ndarray]) -> None:
+def _keep_oof(
+    policy: str, train: Corpus, oof: dict[str, np.ndarray], fits: dict[str, MilFit[Any]] | None = None
+) -> None:
     """Keep the out-of-fold scores with the records' ids and groups in the cache folder, so the
-    quorum thresholds can be re-chosen (``worker.training.ensemble``) without an hour of CV."""
+    quorum thresholds can be re-chosen (``worker.training.ensemble``) without an hour of CV; with
+    ``fits``, also where each model's best window lies and its raw logit (``DETECTOR_best_*``,
+    ``DETECTOR_counts``) and the window null (``DETECTOR_null_*``)."""
     from worker.settings import Settings
 
     folder = Settings.load().cache_root / "training"
@@ -160,6 +172,13 @@ def _keep_oof(policy: str, train: Corpus, oof: dict[str, np.ndarray]) -> None:
         "labels": np.asarray(train.labels),
         **oof,
     }
+    for detector, fit in (fits or {}).items():
+        if fit.windows is not None:
+            arrays[f"{detector}_best_logit"] = fit.windows.best_logit
+            arrays[f"{detector}_best_index"] = fit.windows.best_index
+            arrays[f"{detector}_counts"] = fit.windows.counts
+        if fit.null is not None:
+            arrays.update(fit.null.arrays(f"{detector}_null"))
     np.savez_compressed(folder / f"{policy}-oof.npz", **arrays)  # type: ignore[arg-type]
 
 
@@ -200,6 +219,7 @@ def main(argv: list[str] | None = None) -> None:
         copies = args.train_on_copies or policy in TRAINED_COPIES
         labels = np.asarray(train.labels)
         oof: dict[str, np.ndarray] = {}
+        fits: dict[str, MilFit[Any]] = {}
         for detector in detectors:
             result: MilFit[Any]
             run = RunOptions(train_on_copies=copies, witnesses=detector in args.witnesses, seed=args.seed)
@@ -216,15 +236,28 @@ def main(argv: list[str] | None = None) -> None:
             summary[f"{policy}/{detector}"] = {"cv_fnr": round(fnr, 4), "cv_fpr": round(fpr, 4)}
             print(f"[{detector}:{policy}] group-CV on train: FNR {fnr:.3f}  FPR {fpr:.3f}", flush=True)
             oof[detector] = result.oof_scores
-        _keep_oof(policy, train, oof)
+            fits[detector] = result
+        _keep_oof(policy, train, oof, fits)
         if policy in ENSEMBLE_CALIBRATED and set(oof) == set(DETECTORS):
-            from worker.training.ensemble import choose_ensemble_thresholds, store_threshold
+            from worker.training.ensemble import (
+                choose_ensemble_thresholds,
+                passages_of,
+                store_reference,
+                store_threshold,
+            )
 
             choice = choose_ensemble_thresholds(
-                policy, train, oof["lexical"], oof["semantic"], planted_weight=float(copies)
+                policy,
+                train,
+                oof["lexical"],
+                oof["semantic"],
+                planted_weight=float(copies),
+                passages=passages_of(policy, fits["lexical"], fits["semantic"]) if args.passages else None,
             )
             store_threshold(out_dir / policy / "lexical.npz", choice.lexical_logit)
             store_threshold(out_dir / policy / "semantic.npz", choice.semantic_logit)
+            if choice.semantic_reference is not None:
+                store_reference(out_dir / policy / "semantic.npz", choice.semantic_reference)
             summary[f"{policy}/ensemble"] = {
                 "cv_fnr": round(choice.fnr, 4),
                 "cv_fpr": round(choice.fpr, 4),

@@ -241,6 +241,30 @@ def cv_metrics(scores: np.ndarray, labels: np.ndarray, threshold: float) -> CvMe
 
 
 @dataclass(frozen=True)
+class OofWindows:
+    """Where each artifact's best out-of-fold window lies: what the quorum simulation needs to
+    read votes passage by passage (``quorum.colocate_bytes``) and to re-read the best window
+    against another reference length."""
+
+    best_logit: np.ndarray  # the best window's own logit, per artifact
+    best_index: np.ndarray  # its index among the artifact's windows (-1: no window)
+    counts: np.ndarray  # windows per artifact
+
+
+def oof_windows(window_logits: np.ndarray, owner: np.ndarray, count: int) -> OofWindows:
+    """Each artifact's best window (logit, index among its own windows) and window count."""
+    counts = np.bincount(owner, minlength=count)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])  # ``owner`` is sorted (explode's order)
+    best_logit = np.full(count, -np.inf)
+    best_index = np.full(count, -1, dtype=np.int64)
+    order = np.lexsort((np.arange(len(owner)), -window_logits, owner))  # per owner: best, earliest
+    first = order[np.concatenate([[True], owner[order][1:] != owner[order][:-1]])] if len(order) else order
+    best_logit[owner[first]] = window_logits[first]
+    best_index[owner[first]] = first - starts[owner[first]]
+    return OofWindows(best_logit=best_logit, best_index=best_index, counts=counts)
+
+
+@dataclass(frozen=True)
 class MilFit(Generic[ModelT]):
     """A window model fitted on all of train, with its group-CV out-of-fold scores and threshold."""
 
@@ -249,6 +273,7 @@ class MilFit(Generic[ModelT]):
     threshold_logit: float
     cv: CvMetrics
     null: WindowNull | None = None
+    windows: OofWindows | None = None
 
 
 def cross_validate_and_fit(
@@ -278,7 +303,8 @@ def cross_validate_and_fit(
     threshold = choose_threshold(oof[own], labels[own])
     weights = fitted_weights(train.groups, labels, config, copies, scored)
     model = fit_mil(make_model, x, owner, labels, weights, config, known)
-    return MilFit(model, oof, threshold, cv_metrics(oof[own], labels[own], threshold), null)
+    where = oof_windows(window_logits, owner, len(labels))
+    return MilFit(model, oof, threshold, cv_metrics(oof[own], labels[own], threshold), null, where)
 
 
 def write_artifact(path: Path, fit: MilFit[Any], window: int, overlap: int, **arrays: Any) -> None:
