@@ -31,6 +31,10 @@ FN / FP 15 / 23 -> 14 / 23; planted bare 93.9 -> 94.3 %, 1 / 8 / 64 KB 87.4 / 78
 88.6 / 79.7 / 73.2 %, carriers alone unchanged (0.7 / 0.7 / 1.4 %); short harmless sentences
 2.8 -> 3.4 %; the canonical look-alike "Thanks for the update! I'll review the document and get
 back to you by Friday." quarantined. Not shipped: a point of recall for ordinary e-mail blocked.
+With ``--long-scored 300`` as well (train attacks in 16-64 KB carriers and such carriers alone,
+scored so that the search sees long positives): the reference again 4 windows, the lexical cut
+4.45 (p = 0.9884, where a cut of 0.9886 once quarantined an ordinary note of the IMAP test
+mailbox). Train does not trade the semantic discount for length for recall at 64 KB.
 """
 
 from __future__ import annotations
