@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from policies.loader import load_policy
@@ -149,3 +151,31 @@ def test_shipped_policies():
     release (a hook in one file runs the payload of another), does not."""
     assert load_policy("prompt-injection").quorum.colocate_bytes == SLACK
     assert load_policy("malicious-package").quorum.colocate_bytes is None
+
+
+PLACE = st.tuples(st.sampled_from(["raw", "added"]), st.integers(0, 50_000), st.integers(1, 600)).map(
+    lambda p: ScoredWindow(view=p[0], start=p[1], end=p[1] + p[2], logit=1.0, score=0.9)
+)
+VOTE = st.tuples(st.sampled_from(["harmful", "harmless", None]), st.lists(PLACE, max_size=3).map(tuple))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(VOTE, min_size=3, max_size=3), st.integers(0, 2_000), st.booleans())
+def test_reading_by_passage_only_ever_softens_a_quarantine(raw, slack, dissenting):
+    """Whatever the votes and places: without a quarantine the option changes nothing; a
+    quarantine it softens becomes allow only if every vote is valid, else review; and a slack
+    wider than any artifact decides exactly as the plain quorum."""
+    votes = [
+        vote(name, verdict, places, error=None if verdict else ErrorKind.timeout, score=0.9995)
+        for name, (verdict, places) in zip(NAMES, raw, strict=True)
+    ]
+    dissent = {"lexical": 0.999} if dissenting else None
+    plain = decide(votes, colocate=None, dissent=dissent)
+    passages = decide(votes, colocate=slack, dissent=dissent)
+    assert decide(votes, colocate=10**9, dissent=dissent) == plain
+    if plain != "quarantine":
+        assert passages == plain
+    elif passages == "allow":
+        assert all(v.valid for v in votes)
+    else:
+        assert passages in ("quarantine", "review")
