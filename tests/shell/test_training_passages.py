@@ -9,6 +9,7 @@ from worker.training.data import Corpus
 from worker.training.ensemble import (
     Passages,
     choose_ensemble_thresholds,
+    rules_scans,
     store_reference,
     together,
 )
@@ -48,11 +49,13 @@ def test_places_are_close_within_the_slack_and_rules_point_at_their_evidence():
         "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+" + INJECTION + "\n",
     ]
     passages = Passages(at(0, last, 0), at(1, 0, 1), 512, 128)
-    pairs = together("prompt-injection", texts, passages, 512)
+    pairs = together(texts, rules_scans("prompt-injection", texts), passages, 512)
     assert pairs[0].tolist() == [True, True, True]  # all at the start
     assert pairs[1].tolist() == [True, False, False]  # semantic at the start, the rest at the end
     assert pairs[2].tolist() == [True, True, True]  # added lines against raw bytes: not comparable
-    assert together("prompt-injection", texts[:1], Passages(at(0), at(3), 512, 128), 512)[0, 2] == np.False_
+    first = texts[:1]
+    apart = together(first, rules_scans("prompt-injection", first), Passages(at(0), at(3), 512, 128), 512)
+    assert apart[0, 2] == np.False_
 
 
 def test_votes_apart_on_harmless_documents_no_longer_add_up_in_the_search():

@@ -116,10 +116,15 @@ def most_together(votes: Sequence[Vote], slack: int) -> int:
         sum(
             not vote.windows
             or any(
-                w.view != anchor.view or (w.start <= anchor.end + slack and anchor.start <= w.end + slack)
+                w.view != anchor.view or near((w.start, w.end), (anchor.start, anchor.end), slack)
                 for w in vote.windows
             )
             for vote in votes
         )
         for anchor in anchors
     )
+
+
+def near(a: tuple[int, int], b: tuple[int, int], slack: int) -> bool:
+    """Whether the byte spans ``a`` and ``b`` overlap or lie at most ``slack`` bytes apart."""
+    return a[0] <= b[1] + slack and b[0] <= a[1] + slack

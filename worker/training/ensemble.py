@@ -47,7 +47,8 @@ from typing import Any
 import numpy as np
 
 from policies.loader import load_policy
-from worker.core.precheck import scan_policy
+from worker.core.precheck import Scan, scan_policy
+from worker.core.quorum import near
 from worker.core.views import RAW, scanned_views
 from worker.detectors.local.rules import DEFAULT_RATIO
 from worker.detectors.local.scan_statistic import WindowNull
@@ -109,31 +110,28 @@ def passages_of(policy_id: str, lexical: MilFit[Any], semantic: MilFit[Any]) -> 
     return Passages(lexical.windows, semantic.windows, window, overlap, semantic.null)
 
 
-def rules_scores(policy_id: str, texts: list[str]) -> np.ndarray:
-    """The pre-check score of every text under the policy's rulesets."""
+def rules_scans(policy_id: str, texts: list[str]) -> list[Scan]:
+    """What the pre-check's rules find in every text under the policy's rulesets (score, evidence)."""
     policy = load_policy(policy_id)
-    return np.array([scan_policy(text.encode("utf-8"), policy).score for text in texts])
+    return [scan_policy(text.encode("utf-8"), policy) for text in texts]
 
 
-def together(policy_id: str, texts: list[str], passages: Passages, slack: int) -> np.ndarray:
+def together(texts: list[str], scans: list[Scan], passages: Passages, slack: int) -> np.ndarray:
     """``n x 3`` booleans per artifact: whether the places of (rules, lexical), (rules, semantic)
-    and (lexical, semantic) are within ``slack`` bytes (see the module docstring)."""
-    policy = load_policy(policy_id)
+    and (lexical, semantic) are within ``slack`` bytes (see the module docstring); ``scans``: the
+    rules' findings in each text (:func:`rules_scans`), whose evidence spans are their places."""
     stride = passages.window - passages.overlap
-    width = passages.window + slack
     lex, sem = passages.lexical.best_index, passages.semantic.best_index
     out = np.ones((len(texts), 3), dtype=bool)
-    out[:, 2] = np.abs(lex - sem) * stride <= width
-    for i, text in enumerate(texts):
-        data = text.encode("utf-8")
-        if next(scanned_views(data, added_only=True))[0] != RAW:
+    # two windows of one geometry: ``near`` for spans ``index * stride`` + ``window`` long
+    out[:, 2] = np.abs(lex - sem) * stride <= passages.window + slack
+    for i, (text, scan) in enumerate(zip(texts, scans, strict=True)):
+        if next(scanned_views(text.encode("utf-8"), added_only=True))[0] != RAW:
             continue  # the models read the added lines, the rules the raw bytes: not comparable
-        spans = [(e.span.start, e.span.end) for e in scan_policy(data, policy).evidence.values()]
-        for column, index in ((0, lex[i]), (1, sem[i])):
-            start = int(index) * stride
-            out[i, column] = index < 0 or any(
-                a <= start + passages.window + slack and start <= b + slack for a, b in spans
-            )
+        spans = [(e.span.start, e.span.end) for e in scan.evidence.values()]
+        for column, index in ((0, int(lex[i])), (1, int(sem[i]))):
+            window = (index * stride, index * stride + passages.window)
+            out[i, column] = index < 0 or any(near(span, window, slack) for span in spans)
     return out
 
 
@@ -165,7 +163,8 @@ def choose_ensemble_thresholds(
     (``EnsembleChoice.semantic_reference``, None: the recipe's)."""
     policy = load_policy(policy_id)
     block = policy.precheck.block_score
-    rules = rules_scores(policy_id, train.texts)
+    scans = rules_scans(policy_id, train.texts)
+    rules = np.array([scan.score for scan in scans])
     decisive = rules >= block
     rules_vote = (rules >= DEFAULT_RATIO * block).astype(np.int8)
     labels = np.asarray(train.labels)
@@ -183,7 +182,7 @@ def choose_ensemble_thresholds(
     readings: list[tuple[float | None, np.ndarray]] = [(None, semantic_oof)]
     pairs = None
     if passages is not None and slack is not None and policy.quorum.required == 2:
-        pairs = together(policy_id, train.texts, passages, slack)
+        pairs = together(train.texts, scans, passages, slack)
         null, where = passages.semantic_null, passages.semantic
         if null is not None:
             references = sorted({*SEMANTIC_REFERENCES, null.reference_windows})
@@ -191,6 +190,7 @@ def choose_ensemble_thresholds(
                 (r, replace(null, reference_windows=r).artifact_logits(where.best_logit, where.counts))
                 for r in references
             ]
+    zeros = np.zeros(len(lex_cuts))
     best: EnsembleChoice | None = None
     best_cost = np.inf
     for reference, semantic_scores in readings:
@@ -207,7 +207,6 @@ def choose_ensemble_thresholds(
             harmful = decisive[:, None] | quorum
             fnr = _rate(~harmful, weights, positive)
             fpr = _rate(harmful, weights, negative)
-            zeros = np.zeros(len(lex_cuts))
             code_fpr = _rate(harmful, weights, code_negative) if code_negative.any() else zeros
             long_fpr = _rate(harmful, weights, long_negative) if long_negative.any() else zeros
             planted_fnr = _rate(~harmful, weights, planted_positive)  # zeros without copies
@@ -239,16 +238,20 @@ def _capped(cuts: np.ndarray, scores: np.ndarray, weights: np.ndarray, negative:
 
 def store_reference(path: Path, windows: float) -> None:
     """Rewrite the reference length of an artifact's window null (its ``null_reference_windows``)."""
-    with np.load(path) as archive:
-        arrays = {key: archive[key] for key in archive.files}
+    arrays = _arrays(path)
     arrays["null_reference_windows"] = np.float32(windows)
     np.savez_compressed(path, **arrays)
 
 
+def _arrays(path: Path) -> dict[str, Any]:
+    """Every array of a model artifact, read into memory (so the file can be rewritten)."""
+    with np.load(path) as archive:
+        return {key: archive[key] for key in archive.files}
+
+
 def store_threshold(path: Path, logit: float) -> None:
     """Rewrite an artifact's run-time ``threshold`` (a probability), keeping the old one as ``threshold_alone``."""
-    with np.load(path) as archive:
-        arrays = {key: archive[key] for key in archive.files}
+    arrays = _arrays(path)
     arrays.setdefault("threshold_alone", arrays["threshold"])
     arrays["threshold"] = np.float32(1.0 / (1.0 + np.exp(-logit)))
     np.savez_compressed(path, **arrays)
