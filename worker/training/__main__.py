@@ -18,7 +18,9 @@ carriers alone, only scored so that the thresholds see them (``--long-scored``),
 the shared contexts of attacks placed in one document, alone and harmless
 (``--clean-contexts``), windows of the planted copies labelled by what they hold
 (``--witnesses DETECTOR``, worker.training.witnesses), and thresholds chosen for a quorum that
-reads votes passage by passage (``--passages``, worker.training.ensemble).
+reads votes passage by passage (``--passages``, worker.training.ensemble), and requests to act on the
+user's accounts placed in tool output with their look-alikes (``--errands``,
+worker.training.corpus.errands).
 Both policies' models read a diff without its removed lines (``added_only``).
 Prompt-injection's semantic head is the order-aware convolutional one
 (``head="conv"``, ``worker.training.conv``): it needs torch (``pip install
@@ -137,6 +139,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "its recipe says",
     )
     parser.add_argument(
+        "--errands",
+        action="store_true",
+        help="prompt-injection: also train on requests to act on the user's accounts placed in tool "
+        "output, and their look-alikes (an experiment, not the shipped recipe: see "
+        "worker.training.corpus.errands)",
+    )
+    parser.add_argument(
         "--passages",
         action="store_true",
         help="simulate the quorum passage by passage (the policy's quorum.colocate_bytes) when choosing "
@@ -200,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.clean_contexts:
             train = with_clean_contexts(train, datasets, policy, "train")
         train = with_code_negatives(train, datasets, policy, "train", prose=args.prose_negatives)
-        extra = extra_corpus(policy)
+        extra = extra_corpus(policy, errands=args.errands)
         long = long_mask(extra)
         prose = [t for t, is_long in zip(extra.texts, long, strict=True) if is_long]
         prose_groups = [g for g, is_long in zip(extra.groups, long, strict=True) if is_long]

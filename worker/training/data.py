@@ -74,7 +74,9 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
 # The project's own prompt-injection corpus (``python -m worker.training.corpus``): generated
 # attacks and look-alikes in carriers and ten languages, NotInject, README slices and long README
 # documents; agent-directed actions from Agent Security Bench (worker/training/corpus/agents.py); and
-# generated injections that steer what the reader says (worker/training/corpus/steering.py).
+# generated injections that steer what the reader says (worker/training/corpus/steering.py). Not in
+# the shipped recipe (``python -m worker.training --errands`` adds it): requests to act on the user's
+# accounts placed in tool output, and their look-alikes (worker/training/corpus/errands.py).
 # The malicious-package models' harmless release diffs of packages no labelled split holds
 # (worker/training/corpus/releases.py), and generated behaviour families with their look-alikes
 # (worker/training/corpus/behaviours.py). Trained on like the policy's train split; dev is never read.
@@ -82,6 +84,7 @@ CORPUS_DIR = Path(__file__).resolve().parent / "corpus" / "data"
 CORPUS_FILE = CORPUS_DIR / "prompt-injection.jsonl.gz"
 AGENTS_FILE = CORPUS_DIR / "agent-actions.jsonl.gz"
 STEERING_FILE = CORPUS_DIR / "steering.jsonl.gz"
+ERRANDS_FILE = CORPUS_DIR / "errands.jsonl.gz"
 PACKAGES_FILE = CORPUS_DIR / "package-releases.jsonl.gz"
 BEHAVIOURS_FILE = CORPUS_DIR / "package-behaviours.jsonl.gz"
 EXTRA_CORPORA: dict[str, tuple[Path, ...]] = {
@@ -94,10 +97,14 @@ LONG_GROUP_PREFIX = "readme-long:"
 RELEASE_GROUP_PREFIX = "release:"
 
 
-def extra_corpus(policy: str) -> Corpus:
-    """The policy's committed extra training corpora, joined (empty if it has none)."""
+def extra_corpus(policy: str, errands: bool = False) -> Corpus:
+    """The policy's committed extra training corpora, joined (empty if it has none); ``errands``:
+    with the prompt-injection errands (not in the shipped recipe)."""
     corpus = Corpus(texts=[], labels=[], groups=[], ids=[])
-    for source in EXTRA_CORPORA.get(policy, ()):
+    sources = EXTRA_CORPORA.get(policy, ())
+    if errands and policy == "prompt-injection":
+        sources = (*sources, ERRANDS_FILE)
+    for source in sources:
         corpus = joined(corpus, load_file(source))
     return corpus
 

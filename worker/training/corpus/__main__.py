@@ -1,4 +1,4 @@
-"""``python -m worker.training.corpus {fetch,build,agents,steering,packages,behaviours}``: the extra training corpora.
+"""``python -m worker.training.corpus {fetch,build,agents,steering,errands,packages,behaviours}``: the extra training corpora.
 
 ``fetch`` asks the registries for the READMEs of the most downloaded packages (held-out and
 real-release-sample names dropped first) and diffs the newest release of ``--releases`` of them
@@ -12,7 +12,9 @@ release diffs and of the prose they add; it writes
 ``agents --asb DIR`` writes ``data/agent-actions.jsonl.gz`` from Agent Security Bench's ``data/``
 folder (``agents.py``), its carriers filled with the README slices of the built corpus, and adds
 its counts to the manifest; ``steering`` writes ``data/steering.jsonl.gz`` the same way, generated
-injections that steer what the reader says (``steering.py``). ``packages`` writes
+injections that steer what the reader says (``steering.py``); ``errands`` writes
+``data/errands.jsonl.gz``, requests to act on the user's accounts placed in tool output, and their
+look-alikes (``errands.py``). ``packages`` writes
 ``data/package-releases.jsonl.gz``, the malicious-package models' harmless release diffs, from the
 same cache (``releases.py``), dropping the packages of that policy's labelled splits;
 ``behaviours`` then writes ``data/package-behaviours.jsonl.gz``, generated malicious-package
@@ -29,7 +31,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from worker.training.corpus import agents, behaviours, build, registry, releases, steering
+from worker.training.corpus import agents, behaviours, build, errands, registry, releases, steering
 from worker.training.data import CORPUS_FILE, default_datasets_dir, read_records
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -56,6 +58,8 @@ def main(argv: list[str] | None = None) -> None:
     agent_args.add_argument("--out", type=Path, default=DATA_DIR)
     steering_args = sub.add_parser("steering", help="write the generated steering records (after build)")
     steering_args.add_argument("--out", type=Path, default=DATA_DIR)
+    errand_args = sub.add_parser("errands", help="write the generated tool-output errands (after build)")
+    errand_args.add_argument("--out", type=Path, default=DATA_DIR)
     package_args = sub.add_parser("packages", help="write the malicious-package release diffs from the cache")
     package_args.add_argument("--cache", type=Path, default=build.default_cache())
     package_args.add_argument("--datasets-dir", type=Path, default=None)
@@ -70,6 +74,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.command == "steering":
         write_steering(args.out)
+        return
+    if args.command == "errands":
+        write_errands(args.out)
         return
     if args.command == "agents":
         write_agents(args.asb, args.out)
@@ -199,6 +206,19 @@ def write_steering(out: Path) -> None:
         steering.steering_records(_readme_fillers(out), seed=build.SEED),
         command="python -m worker.training.corpus steering (after build)",
         source=f"{steering.SOURCE}, {steering.LICENCE}",
+    )
+
+
+def write_errands(out: Path) -> None:
+    """``errands``: the generated tool-output errands and their look-alikes (``errands.py``), the
+    web pages filled with the built corpus's README slices, and their counts in the manifest."""
+    _write_counted(
+        out,
+        "errands",
+        errands.FILE_NAME,
+        errands.errand_records(_readme_fillers(out), seed=build.SEED),
+        command="python -m worker.training.corpus errands (after build)",
+        source=f"{errands.SOURCE}, {errands.LICENCE}",
     )
 
 
