@@ -9,7 +9,7 @@ import re
 from collections import Counter
 
 from worker.training.corpus import errands
-from worker.training.corpus.__main__ import write_errands
+from worker.training.corpus.__main__ import _readme_fillers, write_errands
 from worker.training.data import ERRANDS_FILE, extra_corpus
 
 FILLER = "# pkg\n\nThe pkg package parses configuration files.\n\nIt has no dependencies.\n" * 4
@@ -131,11 +131,7 @@ def test_the_committed_errands_are_the_generators_and_an_option_of_training():
     """The committed file is what the command writes; ``--errands`` trains on it, the shipped recipe
     does not (docs/measurements.md: it cost the security advisory of the acceptance tests)."""
     records = _records(ERRANDS_FILE)
-    fillers = [
-        r["text"]
-        for r in _records(ERRANDS_FILE.parent / "prompt-injection.jsonl.gz")
-        if r["id"].startswith("extra:readme:")
-    ]
+    fillers = _readme_fillers(ERRANDS_FILE.parent)
     assert records == errands.errand_records(fillers)
     manifest = json.loads((ERRANDS_FILE.parent / "MANIFEST.json").read_text(encoding="utf-8"))
     assert sum(manifest["errands"]["counts"].values()) == len(records)

@@ -8,7 +8,7 @@ import random
 from collections import Counter
 
 from worker.training.corpus import phrases, steering
-from worker.training.corpus.__main__ import write_steering
+from worker.training.corpus.__main__ import _readme_fillers, write_steering
 from worker.training.data import STEERING_FILE, extra_corpus
 
 FILLER = "# pkg\n\nThe pkg package parses configuration files.\n\nIt has no dependencies.\n" * 4
@@ -69,11 +69,7 @@ def test_the_committed_steering_records_are_the_generators_and_are_trained_on():
     """The committed file is what the command writes from the committed corpus's README slices,
     and part of the prompt-injection extra corpus."""
     records = _records(STEERING_FILE)
-    fillers = [
-        r["text"]
-        for r in _records(STEERING_FILE.parent / "prompt-injection.jsonl.gz")
-        if r["id"].startswith("extra:readme:")
-    ]
+    fillers = _readme_fillers(STEERING_FILE.parent)
     assert records == steering.steering_records(fillers)
     manifest = json.loads((STEERING_FILE.parent / "MANIFEST.json").read_text(encoding="utf-8"))
     assert sum(manifest["steering"]["counts"].values()) == len(records)
