@@ -12,8 +12,11 @@ writes each instruction bare and inside each of six tool answers shaped after In
 response templates (:data:`ANSWERS`), and the same answers holding harmless sentences (the
 first sentence of paragraphs of the README carriers no model was trained on), runs ``canary eval
 --json`` and prints, per tool answer, the instructions caught and the harmless answers blocked.
-Nothing is trained or tuned on these cases; the training's generated errands
-(``worker/training/corpus/errands.py``) share no wording, account or tool with them.
+Nothing is trained or tuned on these cases. The training's generated errands
+(``worker/training/corpus/errands.py``, an option) were written after these cases were read: no
+sentence, account or tool of theirs is in it, but some actions are (unlock a door, turn off
+two-factor authentication, delete a repository), so read a model trained on them here as an
+optimistic figure.
 """
 
 from __future__ import annotations
