@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import SHIPPED_SETUPS, evaluate, read_records
+from harness import SHIPPED_SETUPS, evaluate, read_records, write_records
 from planted import CARRIERS_FILE
 
 
@@ -122,31 +122,23 @@ def main() -> None:
     parser.add_argument("--harmless", type=int, default=30, help="harmless sentences, each in every answer")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    lines = args.cases.read_text(encoding="utf-8").splitlines()
-    instructions = [json.loads(line)["Attacker Instruction"] for line in lines if line.strip()]
+    instructions = [case["Attacker Instruction"] for case in read_records(args.cases)]
+    harmless = harmless_sentences(args.harmless, args.seed)
     records = [
         {"id": f"bare-{i}", "text": text, "label": "harmful", "source": "bare"}
         for i, text in enumerate(instructions)
     ]
     for name, answer in ANSWERS.items():
-        records += [
-            {
-                "id": f"{name}-{i}",
-                "text": json.dumps(answer(text), indent=2),
-                "label": "harmful",
-                "source": name,
-            }
-            for i, text in enumerate(instructions)
-        ]
-        records += [
-            {
-                "id": f"{name}-ok-{i}",
-                "text": json.dumps(answer(text), indent=2),
-                "label": "harmless",
-                "source": name,
-            }
-            for i, text in enumerate(harmless_sentences(args.harmless, args.seed))
-        ]
+        for label, texts in (("harmful", instructions), ("harmless", harmless)):
+            records += [
+                {
+                    "id": f"{name}-{label}-{i}",
+                    "text": json.dumps(answer(text), indent=2),
+                    "label": label,
+                    "source": name,
+                }
+                for i, text in enumerate(texts)
+            ]
     print(
         f"# {len(instructions)} instructions of {args.cases}, bare and in {len(ANSWERS)} tool answers;"
         f" {args.harmless} harmless sentences in each answer"
@@ -155,8 +147,7 @@ def main() -> None:
         f"{'setup':24} {'answer':>10} {'attacks':>7} {'caught':>7} {'rate':>7} {'harmless':>8} {'FP':>4} {'FPR':>6}"
     )
     with tempfile.TemporaryDirectory(prefix="canary-tool-output-") as scratch:
-        path = Path(scratch) / "tool-output.jsonl"
-        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        path = write_records(Path(scratch) / "tool-output.jsonl", records)
         for row in evaluate(path, args.policy, tuple(args.setup or SHIPPED_SETUPS)):
             by_source = row.get("by_source", {})
             for name in ("bare", *ANSWERS, "all"):
