@@ -228,6 +228,11 @@ SCHEMAS: dict[str, Callable[[random.Random, str, list[str]], object]] = {
 }
 
 
+def _dumped(rng: random.Random, doc: object) -> str:
+    """``doc`` as a tool would answer it: compact or indented, a fifth with non-ASCII escaped."""
+    return json.dumps(doc, indent=rng.choice((None, 2)), ensure_ascii=rng.random() < 0.2)
+
+
 def prose_sentences(fillers: list[str]) -> list[str]:
     """The prose lines of ``fillers`` (30-300 characters, mostly letters, starting with one)."""
     lines = {line.strip() for filler in fillers for line in filler.split("\n")}
@@ -250,7 +255,7 @@ def placed(rng: random.Random, lang: str, text: str, fillers: list[str], prose: 
     schema = rng.choice(sorted(SCHEMAS))
     doc = SCHEMAS[schema](rng, text, others[: rng.randint(0, 2)])
     wrapped: Any = doc if rng.random() < 0.5 else {"tool": schema, "status": "ok", "result": doc}
-    return json.dumps(wrapped, indent=rng.choice((None, 2)), ensure_ascii=rng.random() < 0.2), schema
+    return _dumped(rng, wrapped), schema
 
 
 def ordinary(rng: random.Random, lang: str) -> str:
@@ -286,7 +291,7 @@ def support_ticket(rng: random.Random, text: str, fillers: list[str]) -> tuple[s
             }
         ]
     }
-    return json.dumps(doc, indent=rng.choice((None, 2)), ensure_ascii=rng.random() < 0.2), "tickets"
+    return _dumped(rng, doc), "tickets"
 
 
 def errand_records(fillers: list[str], seed: int = 0) -> list[dict[str, Any]]:
