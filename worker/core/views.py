@@ -9,7 +9,9 @@ artifact with :func:`view_bytes` to show them. The names:
 - ``raw``: the artifact's bytes as stored;
 - ``added``: a diff without its removed lines (:func:`added_view`);
 - ``decoded:N``: the N-th decoded text part of an e-mail (:func:`worker.core.mail.decoded_text_parts`);
-- ``prose``: the comments, docstrings and sentences a diff adds (:func:`worker.core.prose.diff_prose`).
+- ``prose``: the comments, docstrings and sentences a diff adds (:func:`worker.core.prose.diff_prose`);
+- ``fields``: a JSON document written in escapes, its strings as ``path: value`` lines
+  (:func:`worker.core.fields.json_fields`), read instead of ``raw``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.core.diff import parse_diff
+from worker.core.fields import json_fields
 from worker.core.mail import decoded_text_parts
 from worker.core.prose import diff_prose, prose_pieces
 from worker.core.segment import segment_spans
@@ -98,7 +101,7 @@ class Streamed:
 Sliceable = bytes | bytearray | Spliced  # a view held whole: ``len`` and slices, as a reviewer reads it
 View = Sliceable | Streamed  # a view as a model reads it
 
-RAW, ADDED, PROSE, DECODED = "raw", "added", "prose", "decoded:"
+RAW, ADDED, PROSE, FIELDS, DECODED = "raw", "added", "prose", "fields", "decoded:"
 
 
 def added_view(data: bytes) -> bytes:
@@ -124,7 +127,13 @@ def _added(data: bytes) -> bytes | Spliced:
 def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) -> Iterator[tuple[str, View]]:
     """Every view a windowed model reads, by name, each built only when the one before is read: the
     raw bytes (or, ``added_only``, the diff without its removed lines), each decoded e-mail text
-    part and, with ``prose``, a diff's prose."""
+    part and, with ``prose``, a diff's prose. A JSON document written in escapes is read as its
+    fields instead (:func:`worker.core.fields.json_fields`): they hold all its text, the raw
+    windows only that text's escapes."""
+    fields = json_fields(data)
+    if fields is not None:
+        yield FIELDS, fields
+        return
     first = _added(data) if added_only else data
     yield (RAW if first is data else ADDED), first
     del first
@@ -145,6 +154,8 @@ def view_bytes(data: bytes, view: str) -> Sliceable | None:
         return added_view(data)
     if view == PROSE:
         return diff_prose(data)
+    if view == FIELDS:
+        return json_fields(data)
     index = view.removeprefix(DECODED)
     if view.startswith(DECODED) and index.isdigit():
         parts = decoded_text_parts(data)
