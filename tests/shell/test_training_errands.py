@@ -117,6 +117,32 @@ def test_support_requests_are_ticket_exports_or_issues_holding_the_request():
     assert set(shapes) == {"tickets", "ticket"}
 
 
+def test_a_report_quotes_an_errand_in_plain_sight_in_every_language():
+    """Advisories, incident reports and warnings quote the request to tell people about it: the
+    report is harmless, and it is never hidden (hidden text addressed to the reader is an injection)."""
+    rng = random.Random(5)
+    places = Counter()
+    for lang, table in errands.LANGUAGES.items():
+        assert len(table["report"]) >= 3 and all("{quote}" in frame for frame in table["report"]), lang
+        for _ in range(10):
+            text, where = errands.report(rng, lang, [FILLER])
+            places[where] += 1
+            assert not re.search(r"\{[a-z]+\}", text), (lang, text)
+            assert "<" not in text and "display:none" not in text
+    assert set(places) == {"ticket", "document"}
+
+
+def test_reports_are_added_after_the_rest_one_harmless_group_per_language():
+    """``reports`` appends its records: the others are drawn as without it."""
+    plain = errands.errand_records([FILLER])
+    with_reports = errands.errand_records([FILLER], reports=True)
+    assert with_reports[: len(plain)] == plain
+    added = with_reports[len(plain) :]
+    assert len(added) == errands.REPORTS_PER_LANGUAGE * len(errands.LANGUAGES)
+    assert {r["label"] for r in added} == {"harmless"}
+    assert {r["group"] for r in added} == {f"errand:report:{lang}" for lang in errands.LANGUAGES}
+
+
 def test_the_command_writes_the_records_and_counts_them_in_the_manifest(built_corpus):
     out = built_corpus
     write_errands(out)
@@ -128,11 +154,11 @@ def test_the_command_writes_the_records_and_counts_them_in_the_manifest(built_co
 
 
 def test_the_committed_errands_are_the_generators_and_an_option_of_training():
-    """The committed file is what the command writes; ``--errands`` trains on it, the shipped recipe
-    does not (docs/measurements.md: it cost the security advisory of the acceptance tests)."""
+    """The committed file is what the command writes (``errands --reports``); ``--errands`` trains on
+    it, the shipped recipe does not (docs/measurements.md: it cost recall in long carriers)."""
     records = _records(ERRANDS_FILE)
     fillers = _readme_fillers(ERRANDS_FILE.parent)
-    assert records == errands.errand_records(fillers)
+    assert records == errands.errand_records(fillers, reports=True)
     manifest = json.loads((ERRANDS_FILE.parent / "MANIFEST.json").read_text(encoding="utf-8"))
     assert sum(manifest["errands"]["counts"].values()) == len(records)
     ids = {r["id"] for r in records}

@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> None:
     steering_args.add_argument("--out", type=Path, default=DATA_DIR)
     errand_args = sub.add_parser("errands", help="write the generated tool-output errands (after build)")
     errand_args.add_argument("--out", type=Path, default=DATA_DIR)
+    errand_args.add_argument(
+        "--reports", action="store_true", help="add reports that quote an errand (harmless)"
+    )
     package_args = sub.add_parser("packages", help="write the malicious-package release diffs from the cache")
     package_args.add_argument("--cache", type=Path, default=build.default_cache())
     package_args.add_argument("--datasets-dir", type=Path, default=None)
@@ -76,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
         write_steering(args.out)
         return
     if args.command == "errands":
-        write_errands(args.out)
+        write_errands(args.out, args.reports)
         return
     if args.command == "agents":
         write_agents(args.asb, args.out)
@@ -209,15 +212,18 @@ def write_steering(out: Path) -> None:
     )
 
 
-def write_errands(out: Path) -> None:
+def write_errands(out: Path, reports: bool = False) -> None:
     """``errands``: the generated tool-output errands and their look-alikes (``errands.py``), the
-    web pages filled with the built corpus's README slices, and their counts in the manifest."""
+    web pages filled with the built corpus's README slices, and their counts in the manifest;
+    ``reports`` adds the reports that quote an errand."""
     _write_counted(
         out,
         "errands",
         errands.FILE_NAME,
-        errands.errand_records(_readme_fillers(out), seed=build.SEED),
-        command="python -m worker.training.corpus errands (after build)",
+        errands.errand_records(_readme_fillers(out), seed=build.SEED, reports=reports),
+        command="python -m worker.training.corpus errands"
+        + (" --reports" if reports else "")
+        + " (after build)",
         source=f"{errands.SOURCE}, {errands.LICENCE}",
     )
 

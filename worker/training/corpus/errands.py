@@ -42,11 +42,18 @@ per kind and language (``errand:ordinary:de``, ``errand:support:de``) and 11 of 
 tenth of the harmful weight, against 23 harmless ones) learnt JSON tool answers as harmful: 40 %
 of harmless reviews in ``benchmarks/tool_output.py`` were blocked.
 
+Reports (``reports=True``, ``python -m worker.training.corpus errands --reports``, the committed
+file): advisories, incident reports, phishing warnings and red-team write-ups that quote an errand
+in plain sight, as a document or an issue (``errand:report:de``), harmless: the people they tell
+about the request are not asked to act. Without them a run quarantined the security advisory of
+the acceptance tests, which quotes an injection.
+
 Not in the shipped recipe: ``python -m worker.training --errands`` trains on them. With this
 grouping (2026-11-29) the gate caught 30.0 % of InjecAgent's requests in tool answers against
 21.4 % (``benchmarks/tool_output.py``), blocked 3 of 180 harmless answers against 0, and fewer
-support tickets; it also quarantined the security advisory of the acceptance tests and lost 4.5
-points of injections planted in 64 KB carriers (docs/measurements.md).
+support tickets; it also quarantined the security advisory and lost 4.5 points of injections
+planted in 64 KB carriers. With the reports: 29.5 %, 2 of 180, the advisory allowed, and 6.9
+points lost at 64 KB (docs/measurements.md).
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ KINDS = ("money", "access", "data", "destroy", "settings")
 PER_KIND = 12  # attacks per family and language
 HARMLESS_PER_LANGUAGE = 50  # look-alike records per language
 SUPPORT_PER_LANGUAGE = 30  # requests to a support desk about the requester's own account, per language
+REPORTS_PER_LANGUAGE = 20  # advisories, incident reports and warnings that quote an errand, per language
 PROSE_RECORDS = 600  # tool answers holding sentences of the READMEs in the same fields
 PROSE_GROUPS = 11  # CV groups of those: each group weighs the same in training (worker.training.mil)
 WEB_SHARE = 0.15  # of the records, placed in a web page instead of tool output
@@ -80,11 +88,11 @@ _NO_SPACE = ("zh", "ja")
 _QUESTION_LEADS = ("Could you", "Can you", "Pouvez-vous")
 
 
-def filled(rng: random.Random, template: str) -> str:
-    """``template`` with its placeholders (``{amount}``, ``{email}``...) filled from :data:`VALUES`:
-    the attacks and the ordinary sentences draw their amounts, addresses and accounts from one pool,
-    so that an address or an amount is no sign of either."""
-    return template.format(**{key: rng.choice(values) for key, values in VALUES.items()})
+def filled(rng: random.Random, template: str, **given: str) -> str:
+    """``template`` with its placeholders (``{amount}``, ``{email}``...) filled from :data:`VALUES`
+    (and ``given``): the attacks and the ordinary sentences draw their amounts, addresses and
+    accounts from one pool, so that an address or an amount is no sign of either."""
+    return template.format(**{key: rng.choice(values) for key, values in VALUES.items()}, **given)
 
 
 def errand(rng: random.Random, lang: str, kind: str) -> str:
@@ -294,9 +302,21 @@ def support_ticket(rng: random.Random, text: str, fillers: list[str]) -> tuple[s
     return _dumped(rng, doc), "tickets"
 
 
-def errand_records(fillers: list[str], seed: int = 0) -> list[dict[str, Any]]:
+def report(rng: random.Random, lang: str, fillers: list[str]) -> tuple[str, str]:
+    """An advisory, incident report, phishing warning or test report that quotes an errand, as a
+    document or an issue: it tells people about the request, it does not make it."""
+    quote = errand(rng, lang, rng.choice(KINDS))
+    text = filled(rng, rng.choice(LANGUAGES[lang]["report"]), quote=quote)
+    if rng.random() < 0.5:
+        return ticket(rng, text, rng.choice(fillers)), "ticket"
+    return text, "document"
+
+
+def errand_records(fillers: list[str], seed: int = 0, reports: bool = False) -> list[dict[str, Any]]:
     """The records described above, deterministic for ``seed``; ``fillers`` are harmless text for
-    the web pages (the training READMEs' slices)."""
+    the web pages (the training READMEs' slices). ``reports`` adds, after all the others (so the
+    rest is drawn as without it), :data:`REPORTS_PER_LANGUAGE` reports quoting an errand per
+    language (``errand:report:de``)."""
     rng = random.Random(seed)
     prose = prose_sentences(fillers)
     out: list[dict[str, Any]] = []
@@ -325,4 +345,11 @@ def errand_records(fillers: list[str], seed: int = 0) -> list[dict[str, Any]]:
         how = f"README lines in {where}"
         group = f"{GROUP_PREFIX}prose:{len(out) % PROSE_GROUPS}"
         out.append(record("errand", len(out), text, 0, SOURCE, LICENCE, group, how))
+    for lang in LANGUAGES if reports else ():
+        for _ in range(REPORTS_PER_LANGUAGE):
+            text, where = report(rng, lang, fillers)
+            how = f"a report quoting an errand ({lang}) as a {where}"
+            out.append(
+                record("errand", len(out), text, 0, SOURCE, LICENCE, f"{GROUP_PREFIX}report:{lang}", how)
+            )
     return out
