@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-MAX_BYTES = 8 << 20  # larger documents are read as raw windows only (parsed whole, one costs ~10x)
+MAX_BYTES = 8 << 20  # larger documents are read as raw windows only (parsed whole: ~3x its size)
 _OPEN = (b"{", b"[")
 _LEAD = b"\xef\xbb\xbf \t\r\n"  # a byte-order mark and blanks before the document
 # A \u escape of a character outside ASCII (U+0080 and above): text the raw bytes hide.
