@@ -120,10 +120,11 @@ def main() -> None:
     parser.add_argument("--languages", type=int, metavar="N", help="N generated records per language")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    source: Path | str = args.file or split_path(args.policy, "dev")
     if args.languages:
-        source = f"--languages {args.languages}"
-    records = generated(args.languages, args.seed) if args.languages else list(read_records(Path(source)))
+        source, records = f"--languages {args.languages}", generated(args.languages, args.seed)
+    else:
+        labelled = args.file or split_path(args.policy, "dev")
+        source, records = str(labelled), list(read_records(labelled))
     paragraphs = _paragraphs()
     print(
         f"# {len(records)} records of {source} in JSON tool answers ({', '.join(SHAPES)}), and answers alone"
@@ -157,7 +158,8 @@ def main() -> None:
                 parts = row.get("by_source", {})
                 attacks = parts.get("in-json-harmful", {})
                 alone, harmless = parts.get("alone", {}), parts.get("in-json-harmless", {})
-                n, caught = int(attacks.get("n", 0)), int(attacks.get("n", 0)) - int(attacks.get("fn", 0))
+                n = int(attacks.get("n", 0))
+                caught = n - int(attacks.get("fn", 0))
                 print(
                     f"{row['setup']!s:24} {size:6d} {n:7d} {caught:7d} {caught / max(1, n):7.1%}"
                     + "".join(
