@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from policies.loader import load_policy
 from worker.cli import app
+from worker.evaluation.inputs import resolve_setup
 
 # Detector a always answers harmful, b harmless, c off-protocol (an invalid vote).
 SPLIT_POLICY = """\
@@ -109,6 +111,20 @@ def test_derived_policy_restricts_quorum(run, policy, data):
     assert row["policy"] == "split" and row["policy_version"] == "7+a"
     assert row["detectors"] == ["a"] and row["required"] == 1
     assert row["quarantine"] == 5
+
+
+@pytest.mark.parametrize(
+    ("names", "dissent"), [("lexical,semantic", {"lexical": 0.999}), ("rules,semantic", {})]
+)
+def test_derived_policy_keeps_the_dissent_of_its_detectors(tmp_path, names, dissent):
+    """A subset of the shipped quorum reads votes as the gate does: a kept detector keeps its
+    dissent (a confident lone harmful vote goes to review), a dropped one takes its dissent along."""
+    shipped = load_policy("prompt-injection")
+    assert shipped.quorum.dissent == {"lexical": 0.999}
+    derived = resolve_setup(names, "prompt-injection", tmp_path).policy
+    assert [d.name for d in derived.quorum.detectors] == names.split(",")
+    assert derived.quorum.dissent == dissent
+    assert derived.quorum.colocate_bytes == shipped.quorum.colocate_bytes
 
 
 def test_other_policy_file_as_a_setup(run, policy, data, fixture_policy, tmp_path):

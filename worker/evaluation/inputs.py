@@ -164,7 +164,9 @@ def resolve_setup(text: str | None, base_ref: str, folder: Path) -> Setup:
 
 
 def derive_policy(policy: HarmPolicy, names: Sequence[str], folder: Path) -> Path:
-    """Write ``policy`` restricted to ``names`` as a new YAML file in ``folder``; return its path."""
+    """Write ``policy`` restricted to ``names`` as a new YAML file in ``folder``; return its path.
+    The quorum keeps its reading of votes: passage by passage, and the dissent of each detector
+    the setup keeps."""
     chosen = [d for d in policy.quorum.detectors if d.name in names]
     data = policy.model_dump(mode="json", exclude={"sha256"})
     data["version"] = f"{policy.version}+{'.'.join(d.name for d in chosen)}"
@@ -172,6 +174,7 @@ def derive_policy(policy: HarmPolicy, names: Sequence[str], folder: Path) -> Pat
         "required": min(policy.quorum.required, len(chosen)),
         "detectors": [d.model_dump(mode="json") for d in chosen],
         "colocate_bytes": policy.quorum.colocate_bytes,
+        "dissent": {name: score for name, score in policy.quorum.dissent.items() if name in names},
     }
     slug = re.sub(r"[^A-Za-z0-9.-]+", "-", data["version"])
     folder.mkdir(parents=True, exist_ok=True)
