@@ -6,8 +6,8 @@ Tickets, chat lines and one-line e-mails are short; the labelled records are mos
 pages. This cuts every harmless record of ``FILE`` (default: the policy's dev split) into sentences,
 keeps the first, middle and last of those of 15 to 200 characters, labels each
 harmless (a sentence of a harmless text is harmless), runs ``canary eval --json`` on them with the
-shipped setups (or each ``--setup``) and prints n, FP and FPR of each. Harmful records are left out: one sentence of an
-injection need not be one. Nothing is trained or tuned here.
+shipped setups (or each ``--setup``) and prints n, FP and FPR of each. Harmful records are left
+out: one sentence of an injection need not be one. Nothing is trained or tuned here.
 """
 
 from __future__ import annotations
