@@ -22,14 +22,13 @@ alone). Nothing is trained or tuned here.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import random
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from mail_headers import evaluate
+from harness import evaluate, read_records
 
 from worker.training.data import default_datasets_dir
 
@@ -37,11 +36,6 @@ CARRIERS_FILE = (
     Path(__file__).resolve().parents[1] / "worker" / "training" / "corpus" / "data" / "carriers.jsonl.gz"
 )
 KINDS = ("readme", "diff", "email", "ticket", "table", "json", "web")
-
-
-def _read(path: Path) -> list[dict[str, str]]:
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
 
 
 def _prose(rng: random.Random, readmes: list[str], size: int) -> str:
@@ -162,11 +156,11 @@ def main() -> None:
     parser.add_argument("--by-kind", action="store_true", help="also the rates per kind of carrier")
     args = parser.parse_args()
     source = Path(args.file or default_datasets_dir() / args.policy / "dev.jsonl.gz")
-    records = [r for r in _read(source) if r["label"] == "harmful"]
-    readmes = [r["text"] for r in _read(CARRIERS_FILE)]
+    records = [r for r in read_records(source) if r["label"] == "harmful"]
+    readmes = [r["text"] for r in read_records(CARRIERS_FILE)]
     diffs = [
         r["text"]
-        for r in _read(default_datasets_dir() / "malicious-package" / "dev.jsonl.gz")
+        for r in read_records(default_datasets_dir() / "malicious-package" / "dev.jsonl.gz")
         if r["label"] == "harmless"
     ]
     setups = tuple(args.setup or ("rules,lexical,semantic",))
