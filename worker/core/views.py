@@ -12,6 +12,10 @@ artifact with :func:`view_bytes` to show them. The names:
 - ``prose``: the comments, docstrings and sentences a diff adds (:func:`worker.core.prose.diff_prose`);
 - ``fields``: a JSON document written in escapes, its strings as ``path: value`` lines
   (:func:`worker.core.fields.json_fields`), read instead of ``raw``.
+
+With ``prose``, the first of them (``raw``, ``added`` or ``fields``) is read with the sentences it
+writes as slugs (words joined by ``-``, ``+``, ``_`` or ``%20``) written with spaces, in place
+(:class:`worker.core.slugs.Deslugged`): the offsets are the view's own.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from worker.core.fields import json_fields
 from worker.core.mail import decoded_text_parts
 from worker.core.prose import diff_prose, prose_pieces
 from worker.core.segment import segment_spans
+from worker.core.slugs import Deslugged, slug_runs
 
 
 class Spliced:
@@ -68,6 +73,13 @@ class Spliced:
     def __bytes__(self) -> bytes:
         return self[0 : len(self)]
 
+    def pieces(self) -> Iterator[memoryview]:
+        """The spans, in order, each as a view of the buffer (no copy)."""
+        begin = 0
+        for start, end in zip(self._starts, self._ends, strict=True):
+            yield self._buffer[start : start + end - begin]
+            begin = end
+
 
 class Streamed:
     """A view produced front to back and read once, in windows, without ever being held whole: a
@@ -99,7 +111,7 @@ class Streamed:
 
 
 Sliceable = bytes | bytearray | Spliced  # a view held whole: ``len`` and slices, as a reviewer reads it
-View = Sliceable | Streamed  # a view as a model reads it
+View = Sliceable | Deslugged | Streamed  # a view as a model reads it
 
 RAW, ADDED, PROSE, FIELDS, DECODED = "raw", "added", "prose", "fields", "decoded:"
 
@@ -127,15 +139,16 @@ def _added(data: bytes) -> bytes | Spliced:
 def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) -> Iterator[tuple[str, View]]:
     """Every view a windowed model reads, by name, each built only when the one before is read: the
     raw bytes (or, ``added_only``, the diff without its removed lines), each decoded e-mail text
-    part and, with ``prose``, a diff's prose. A JSON document written in escapes is read as its
-    fields instead (:func:`worker.core.fields.json_fields`): they hold all its text, the raw
-    windows only that text's escapes."""
+    part and, with ``prose``, a diff's prose, the first view read with its slugs written as words
+    (:func:`deslugged`). A JSON document written in escapes is read as its fields instead
+    (:func:`worker.core.fields.json_fields`): they hold all its text, the raw windows only that
+    text's escapes."""
     fields = json_fields(data)
     if fields is not None:
-        yield FIELDS, fields
+        yield FIELDS, deslugged(fields) if prose else fields
         return
     first = _added(data) if added_only else data
-    yield (RAW if first is data else ADDED), first
+    yield (RAW if first is data else ADDED), deslugged(first) if prose else first
     del first
     for index, part in enumerate(decoded_text_parts(data)):
         yield f"{DECODED}{index}", part
@@ -143,6 +156,13 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
         pieces = prose_pieces(data)
         if (head := next(pieces, None)) is not None:
             yield PROSE, Streamed(chain((head,), pieces))
+
+
+def deslugged(view: Sliceable) -> Sliceable | Deslugged:
+    """``view`` read with its slug runs written as words (:class:`worker.core.slugs.Deslugged`), or
+    ``view`` itself where it has none."""
+    runs = slug_runs(view.pieces() if isinstance(view, Spliced) else (view,))
+    return Deslugged(view, runs) if runs else view
 
 
 def view_bytes(data: bytes, view: str) -> Sliceable | None:
