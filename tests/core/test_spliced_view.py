@@ -8,7 +8,7 @@ from hypothesis import given, settings
 
 from worker.core.prose import diff_prose
 from worker.core.segment import segment_spans
-from worker.core.views import ADDED, PROSE, Spliced, Streamed, added_view, scanned_views
+from worker.core.views import ADDED, PROSE, Spliced, Streamed, added_view, raw_span, scanned_views
 
 
 @settings(max_examples=200, deadline=None)
@@ -68,3 +68,17 @@ def test_the_prose_view_streams_the_prose_a_diff_adds():
     ]
     assert diff_prose(diff) == b"first comment here\nsecond comment here"
     assert PROSE not in dict(scanned_views(DIFF.replace(b"# ", b""), added_only=True, prose=True))
+
+
+def test_a_span_of_the_added_view_is_placed_in_the_raw_bytes() -> None:
+    """First to last byte: a span over kept pieces names the raw bytes it came from, removed lines
+    between them included; other views have no raw place."""
+    name, view = next(iter(scanned_views(DIFF, added_only=True, prose=True)))
+    assert name == ADDED
+    plain = bytes(view)
+    start = plain.index(b"+print")
+    at = raw_span(view, start, start + len(b"+print('hello')"))
+    assert at is not None and DIFF[at[0] : at[1]] == b"+print('hello')"
+    at = raw_span(view, plain.index(b" import"), start + 1)
+    assert at is not None and DIFF[at[0] : at[1]] == b" import os\n-steal_wallets()\n+"
+    assert raw_span(DIFF, 0, 4) is None and raw_span(view, 3, 3) is None

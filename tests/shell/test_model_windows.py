@@ -106,6 +106,23 @@ def test_a_prose_window_names_the_prose_view() -> None:
     assert best.view == "prose" and view is not None and comment in view[best.start : best.end]
 
 
+@pytest.mark.parametrize("make", DETECTORS)
+def test_a_window_of_a_diffs_added_lines_is_named_by_its_raw_bytes(make: type[Detector]) -> None:
+    """A diff is read without its removed lines, but the vote names the window by where it lies in
+    the raw diff, so the quorum can set it beside the rules' evidence spans: the raw bytes there
+    hold the planted request, the removed lines before it counted."""
+    removed = b"".join(b"-" + line + b"\n" for line in (PARAGRAPH * 6).splitlines())
+    added = b"".join(b"+" + line + b"\n" for line in (PARAGRAPH * 4 + PLANTED + PARAGRAPH * 4).splitlines())
+    diff = (
+        b"diff --git a/NOTES.md b/NOTES.md\n--- a/NOTES.md\n+++ b/NOTES.md\n@@ -1,6 +1,9 @@\n"
+        + removed
+        + added
+    )
+    best = make().answer(artifact(diff), INJECTION).windows[0]
+    assert best.view == "raw" and b"id_rsa" in diff[best.start : best.end]
+    assert best.start >= len(diff) - len(added) - len(removed) // 2  # past most removed lines
+
+
 def test_an_unknown_view_is_not_rebuilt() -> None:
     """A view name this version does not know, or a mail part the artifact lacks, gives nothing."""
     assert view_bytes(b"plain text", "raw") == b"plain text"

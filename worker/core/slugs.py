@@ -62,6 +62,11 @@ class Deslugged:
         self._runs = runs
         self._ends = [end for _, end in runs]
 
+    @property
+    def view(self) -> _Sliceable:
+        """The view read."""
+        return self._view
+
     def __len__(self) -> int:
         return len(self._view)
 

@@ -73,6 +73,12 @@ class Spliced:
     def __bytes__(self) -> bytes:
         return self[0 : len(self)]
 
+    def buffer_offset(self, index: int) -> int:
+        """Where the byte at ``index`` of the joined view lies in the buffer."""
+        at = bisect_right(self._ends, index)
+        begin = self._ends[at - 1] if at else 0
+        return self._starts[at] + index - begin
+
     def pieces(self) -> Iterator[memoryview]:
         """The spans, in order, each as a view of the buffer (no copy)."""
         begin = 0
@@ -163,6 +169,18 @@ def deslugged(view: Sliceable) -> Sliceable | Deslugged:
     ``view`` itself where it has none."""
     runs = slug_runs(view.pieces() if isinstance(view, Spliced) else (view,))
     return Deslugged(view, runs) if runs else view
+
+
+def raw_span(view: View, start: int, end: int) -> tuple[int, int] | None:
+    """Where the bytes ``[start, end)`` of ``view`` lie in the artifact's raw bytes, first to last
+    (removed lines between them included), for a view that is raw bytes with some left out (a
+    diff's ``added`` view, read as it is or with its slugs as words); ``None`` for any other view,
+    whose offsets are its own. The quorum reads a model's place in a diff against the rules' places
+    in the raw bytes this way (:func:`worker.core.quorum.most_together`)."""
+    base = view.view if isinstance(view, Deslugged) else view
+    if not isinstance(base, Spliced) or not start < end <= len(base):
+        return None
+    return base.buffer_offset(start), base.buffer_offset(end - 1) + 1
 
 
 def view_bytes(data: bytes, view: str) -> Sliceable | None:

@@ -18,7 +18,8 @@ With ``passages`` (``python -m worker.training --passages``; not the shipped rec
 whose quorum reads votes passage by passage (``quorum.colocate_bytes``) is simulated so: given
 where each model's best out-of-fold window lies (:class:`Passages`), two harmful votes add up only
 if their places are that close (the rules' places are their evidence spans; places in a diff's
-added-lines view and the raw bytes count as close, as at run time). The simulation knows each
+added-lines view and the raw bytes count as close; the gate places a model's window of the
+added lines in the raw bytes since 2026-11-29, so it reads them apart more often). The simulation knows each
 model's best window only, where a vote names its three best, so it reads votes apart a little
 more often than the gate does. Then the semantic model's reference length (up to how many
 windows an artifact reads as one, :mod:`worker.detectors.local.scan_statistic`) is chosen with

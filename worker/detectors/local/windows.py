@@ -30,7 +30,7 @@ from worker.core.errors import ConfigError, DetectorError
 from worker.core.models import Answer, Coverage, ErrorKind, ScoredWindow, Verdict
 from worker.core.policy import HarmPolicy
 from worker.core.segment import coverage_of, segment_spans
-from worker.core.views import Streamed, View, scanned_views
+from worker.core.views import ADDED, RAW, Streamed, View, raw_span, scanned_views
 from worker.detectors.local.scan_statistic import WindowNull
 
 T = TypeVar("T")
@@ -158,14 +158,21 @@ def scored_answer(
     being read, and left out on purpose. An e-mail's base64 or quoted-printable text parts are
     also scored decoded (what its reader sees), in windows of their own; so is, with ``prose``,
     the text a diff adds inside code (comments, docstrings, sentence-like strings:
-    :mod:`worker.core.prose`). The coverage stays that of the raw bytes, all of them.
+    :mod:`worker.core.prose`). The coverage stays that of the raw bytes, all of them. A window of a
+    diff's added view is named by where it lies in the raw bytes (its first to its last byte), so
+    that the quorum reads a model's place against the rules' places in the same offsets.
     Windows are scored ``BATCH_BYTES`` (or the model's ``batch_bytes``) of text at a time and only
     the ``TOP_WINDOWS`` best are kept (by view and offsets), so memory stays flat however large the
     artifact; windows and their spans are produced lazily, never as lists.
     """
     # ``added_only``: an artifact flag of the lexical and semantic models; other models read raw bytes.
     views = scanned_views(data, getattr(model, "added_only", False), prose)
-    windows = ((name, span, text) for name, view in views for span, text in _view_windows(view, model))
+    added: list[View] = []  # a diff's added view, kept to place its windows in the raw bytes
+    windows = (
+        (name, span, text)
+        for name, view in _noting(views, added)
+        for span, text in _view_windows(view, model)
+    )
     per_batch = max(1, getattr(model, "batch_bytes", BATCH_BYTES) // model.window)
     # (-logit, order, view, span, logit in the model's dtype), best first; ties: the earlier window
     best: list[tuple[float, int, str, tuple[int, int], np.floating[Any]]] = []
@@ -179,19 +186,29 @@ def scored_answer(
     with np.errstate(over="ignore"):  # a model without a null: a far-off window's score is 0.0
         top = [
             ScoredWindow(
-                view=name,
-                start=start,
-                end=end,
+                view=RAW if raw else name,
+                start=raw[0] if raw else start,
+                end=raw[1] if raw else end,
                 logit=float(logit),
                 score=best_window_score(model, logit, count, reference_windows),
             )
             for _, _, name, (start, end), logit in best
+            for raw in [raw_span(added[0], start, end) if name == ADDED and added else None]
         ]
     score = top[0].score if top else 0.0
     verdict: Verdict = "harmful" if score >= threshold else "harmless"
     spans = segment_spans(len(data), model.window, model.overlap)
     coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
+
+
+def _noting(views: Iterable[tuple[str, View]], added: list[View]) -> Iterator[tuple[str, View]]:
+    """``views`` as they come, the ``added`` one also put in ``added`` (a diff's added view only
+    holds offsets into the artifact's bytes, not a copy)."""
+    for name, view in views:
+        if name == ADDED:
+            added.append(view)
+        yield name, view
 
 
 def _view_windows(view: View, model: WindowedModel) -> Iterator[tuple[tuple[int, int], str]]:
