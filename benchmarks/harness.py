@@ -159,6 +159,14 @@ def evaluate(path: Path, policy: str, setups: Sequence[str] = SHIPPED_SETUPS) ->
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
+def evaluate_records(
+    records: list[dict[str, Any]], policy: str, setups: Sequence[str] = SHIPPED_SETUPS
+) -> list[dict[str, Any]]:
+    """:func:`evaluate` of ``records``, written to a scratch file that is gone afterwards."""
+    with tempfile.TemporaryDirectory(prefix="canary-eval-") as scratch:
+        return evaluate(write_records(Path(scratch) / "records.jsonl", records), policy, setups)
+
+
 # -- services ------------------------------------------------------------------------------------
 
 

@@ -24,11 +24,10 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import SHIPPED_SETUPS, evaluate, read_records, write_records
+from harness import SHIPPED_SETUPS, evaluate_records, read_records
 from planted import CARRIERS_FILE
 
 
@@ -146,20 +145,18 @@ def main() -> None:
     print(
         f"{'setup':24} {'answer':>10} {'attacks':>7} {'caught':>7} {'rate':>7} {'harmless':>8} {'FP':>4} {'FPR':>6}"
     )
-    with tempfile.TemporaryDirectory(prefix="canary-tool-output-") as scratch:
-        path = write_records(Path(scratch) / "tool-output.jsonl", records)
-        for row in evaluate(path, args.policy, tuple(args.setup or SHIPPED_SETUPS)):
-            by_source = row.get("by_source", {})
-            for name in ("bare", *ANSWERS, "all"):
-                part = row if name == "all" else by_source.get(name, {})
-                attacks, harmless = int(part.get("harmful", 0)), int(part.get("harmless", 0))
-                caught = attacks - int(part.get("fn", 0))
-                fp = int(part.get("fp", 0))
-                print(
-                    f"{row['setup']!s:24} {name:>10} {attacks:7d} {caught:7d} {caught / max(1, attacks):7.1%}"
-                    f" {harmless:8d} {fp:4d} {fp / max(1, harmless):6.1%}",
-                    flush=True,
-                )
+    for row in evaluate_records(records, args.policy, tuple(args.setup or SHIPPED_SETUPS)):
+        by_source = row.get("by_source", {})
+        for name in ("bare", *ANSWERS, "all"):
+            part = row if name == "all" else by_source.get(name, {})
+            attacks, harmless = int(part.get("harmful", 0)), int(part.get("harmless", 0))
+            caught = attacks - int(part.get("fn", 0))
+            fp = int(part.get("fp", 0))
+            print(
+                f"{row['setup']!s:24} {name:>10} {attacks:7d} {caught:7d} {caught / max(1, attacks):7.1%}"
+                f" {harmless:8d} {fp:4d} {fp / max(1, harmless):6.1%}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

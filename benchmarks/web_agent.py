@@ -19,15 +19,13 @@ plants them in every carrier kind). Nothing is trained or tuned on these message
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness import SHIPPED_SETUPS, evaluate, write_records
+from harness import SHIPPED_SETUPS, arguments, evaluate_records, write_records
 from tool_output import harmless_sentences
 
 ATTACKS = "webarena_prompt_injections/configs/croissant/attacks_in_webarena_format.jsonl"
@@ -131,9 +129,7 @@ CARRIERS = {"issue": issue, "post": post}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("wasp", type=Path, help="a clone or mirror of facebookresearch/wasp")
     parser.add_argument("--policy", default="prompt-injection")
     parser.add_argument("--setup", action="append", help="detector setups (default: the shipped gate)")
@@ -173,25 +169,23 @@ def main() -> None:
     print(
         f"{'setup':24} {'carrier':>7} {'template':>30} {'attacks':>7} {'caught':>7} {'rate':>7} {'FP':>4} {'FPR':>6}"
     )
-    with tempfile.TemporaryDirectory(prefix="canary-web-agent-") as scratch:
-        path = write_records(Path(scratch) / "web-agent.jsonl", records)
-        for row in evaluate(path, args.policy, tuple(args.setup or SHIPPED_SETUPS)):
-            by_source: dict[str, dict[str, Any]] = row.get("by_source", {})
-            for carrier in ("bare", *CARRIERS):
-                parts = {s.split(" ", 1)[1]: p for s, p in by_source.items() if s.split(" ", 1)[0] == carrier}
-                clean = parts.pop("harmless", {})
-                for template, part in [*sorted(parts.items()), ("all", _sum(parts.values()))]:
-                    attacks_n = int(part.get("harmful", 0))
-                    caught = attacks_n - int(part.get("fn", 0))
-                    fp, harmless_n = int(clean.get("fp", 0)), int(clean.get("harmless", 0))
-                    false_alarms = (
-                        f"{fp:4d} {fp / max(1, harmless_n):6.1%}" if template == "all" and clean else ""
-                    )
-                    print(
-                        f"{row['setup']!s:24} {carrier:>7} {template:>30} {attacks_n:7d} {caught:7d}"
-                        f" {caught / max(1, attacks_n):7.1%} {false_alarms}",
-                        flush=True,
-                    )
+    for row in evaluate_records(records, args.policy, tuple(args.setup or SHIPPED_SETUPS)):
+        by_source: dict[str, dict[str, Any]] = row.get("by_source", {})
+        for carrier in ("bare", *CARRIERS):
+            parts = {s.split(" ", 1)[1]: p for s, p in by_source.items() if s.split(" ", 1)[0] == carrier}
+            clean = parts.pop("harmless", {})
+            for template, part in [*sorted(parts.items()), ("all", _sum(parts.values()))]:
+                attacks_n = int(part.get("harmful", 0))
+                caught = attacks_n - int(part.get("fn", 0))
+                fp, harmless_n = int(clean.get("fp", 0)), int(clean.get("harmless", 0))
+                false_alarms = (
+                    f"{fp:4d} {fp / max(1, harmless_n):6.1%}" if template == "all" and clean else ""
+                )
+                print(
+                    f"{row['setup']!s:24} {carrier:>7} {template:>30} {attacks_n:7d} {caught:7d}"
+                    f" {caught / max(1, attacks_n):7.1%} {false_alarms}",
+                    flush=True,
+                )
 
 
 def _sum(parts: Any) -> dict[str, int]:
