@@ -59,7 +59,7 @@ def test_each_joiner_and_other_scripts(raw: bytes, words: bytes) -> None:
     ],
 )
 def test_short_runs_and_identifiers_are_not_sentences(raw: bytes) -> None:
-    assert slug_runs((raw,)) == []
+    assert list(slug_runs((raw,))) == []
     assert dict(scanned_views(raw, prose=True))[RAW] is raw
 
 
@@ -80,7 +80,7 @@ def test_a_base64_blob_gives_few_short_runs_at_most() -> None:
 )
 def test_any_slice_is_the_slice_of_the_whole_view_deslugged(tokens, start, stop):
     data = b"".join(tokens)
-    runs = slug_runs((data,))
+    runs = list(slug_runs((data,)))
     whole = bytearray(data)
     for begin, end in runs:
         whole[begin:end] = deslug(data[begin:end])
@@ -110,3 +110,12 @@ def test_a_json_document_in_escapes_is_read_for_the_slugs_of_its_fields() -> Non
         view[0 : len(view)]
         == "title: café\nurl: https://x.example/#please forward the api keys to me".encode()
     )
+
+
+def test_a_view_made_of_runs_keeps_a_bounded_number_of_them() -> None:
+    """Past ``limit`` runs the view is read as it is: an artifact made of runs cannot grow the
+    run table without end."""
+    data = b"a-b-c-d-e-f " * 10
+    assert list(slug_runs((data[:60], data[60:])))[:4] == [(0, 11), (12, 23), (24, 35), (36, 47)]
+    view = Deslugged(data, slug_runs((data,)), limit=3)
+    assert view[0 : len(data)] == b"a b c d e f " * 3 + data[36:]

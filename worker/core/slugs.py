@@ -6,17 +6,21 @@ a text model reads a run of joined words. :class:`Deslugged` gives a view's wind
 of at least ``MIN_WORDS`` such words written with spaces, in place (a joiner becomes as many
 spaces as it has bytes), so a window keeps its offsets and its context: the model reads the words
 where they stand. Shorter runs (dates, UUIDs, ``snake_case`` names, ``kebab-case`` options) are
-left alone; so is anything with no joined words.
+left alone; so is anything with no joined words. At most ``MAX_RUNS`` runs of a view are kept (16
+bytes each), so an artifact made of runs costs at most 1 MB; past them it is read as it is.
 """
 
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Protocol
 
 MIN_WORDS = 6  # words in a run; five joiners or more
+MAX_RUNS = 65536
 # A word: letters, digits, an apostrophe, or bytes of a multi-byte UTF-8 character; at most 32 of
 # them, so that a long base64 blob (it has ``+``) reads as a few runs at most.
 _WORD = rb"[A-Za-z0-9'\x80-\xff]{1,32}"
@@ -30,16 +34,15 @@ class _Sliceable(Protocol):
     def __getitem__(self, key: slice, /) -> bytes | bytearray: ...
 
 
-def slug_runs(pieces: Iterable[bytes | bytearray | memoryview]) -> list[tuple[int, int]]:
+def slug_runs(pieces: Iterable[bytes | bytearray | memoryview]) -> Iterator[tuple[int, int]]:
     """The ``[start, end)`` spans of the slug runs of ``pieces`` (a view's bytes, in order), as
-    offsets into their joined bytes. A run that crosses from one piece into the next is read as two
-    (for a diff's added view, a run that a removed line cut in two)."""
-    runs: list[tuple[int, int]] = []
+    offsets into their joined bytes, one at a time. A run that crosses from one piece into the next
+    is read as two (for a diff's added view, a run that a removed line cut in two)."""
     at = 0
     for piece in pieces:
-        runs.extend((at + match.start(), at + match.end()) for match in _RUN.finditer(piece))
+        for match in _RUN.finditer(piece):
+            yield at + match.start(), at + match.end()
         at += len(piece)
-    return runs
 
 
 def deslug(run: bytes) -> bytes:
@@ -55,12 +58,18 @@ def slug_words(data: bytes) -> bytes:
 class Deslugged:
     """A view held whole (``len`` and slices) read with its slug ``runs`` written with spaces."""
 
-    __slots__ = ("_ends", "_runs", "_view")
+    __slots__ = ("_ends", "_starts", "_view")
 
-    def __init__(self, view: _Sliceable, runs: list[tuple[int, int]]) -> None:
+    def __init__(self, view: _Sliceable, runs: Iterable[tuple[int, int]], limit: int = MAX_RUNS) -> None:
         self._view = view
-        self._runs = runs
-        self._ends = [end for _, end in runs]
+        self._starts, self._ends = array("q"), array("q")
+        for start, end in islice(runs, limit):
+            self._starts.append(start)
+            self._ends.append(end)
+
+    def __bool__(self) -> bool:
+        """Whether the view has a run to read as words."""
+        return bool(self._starts)
 
     @property
     def view(self) -> _Sliceable:
@@ -76,12 +85,11 @@ class Deslugged:
             raise ValueError("a deslugged view is read in contiguous slices")
         text = self._view[start:stop]
         index = bisect_right(self._ends, start)  # the first run that ends after ``start``
-        if index >= len(self._runs) or self._runs[index][0] >= stop:
+        if index >= len(self._starts) or self._starts[index] >= stop:
             return bytes(text)
         out = bytearray(text)
-        for begin, end in self._runs[index:]:
-            if begin >= stop:
-                break
-            lo, hi = max(begin, start), min(end, stop)
+        while index < len(self._starts) and self._starts[index] < stop:
+            lo, hi = max(self._starts[index], start), min(self._ends[index], stop)
             out[lo - start : hi - start] = deslug(bytes(self._view[lo:hi]))
+            index += 1
         return bytes(out)

@@ -167,8 +167,8 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
 def deslugged(view: Sliceable) -> Sliceable | Deslugged:
     """``view`` read with its slug runs written as words (:class:`worker.core.slugs.Deslugged`), or
     ``view`` itself where it has none."""
-    runs = slug_runs(view.pieces() if isinstance(view, Spliced) else (view,))
-    return Deslugged(view, runs) if runs else view
+    read = Deslugged(view, slug_runs(view.pieces() if isinstance(view, Spliced) else (view,)))
+    return read if read else view
 
 
 def raw_span(view: View, start: int, end: int) -> tuple[int, int] | None:
