@@ -30,7 +30,7 @@ from worker.core.errors import ConfigError, DetectorError
 from worker.core.models import Answer, Coverage, ErrorKind, ScoredWindow, Verdict
 from worker.core.policy import HarmPolicy
 from worker.core.segment import coverage_of, segment_spans
-from worker.core.views import ADDED, RAW, Streamed, View, raw_span, scanned_views
+from worker.core.views import RAW, Streamed, View, raw_span, scanned_views
 from worker.detectors.local.scan_statistic import WindowNull
 
 T = TypeVar("T")
@@ -167,48 +167,30 @@ def scored_answer(
     """
     # ``added_only``: an artifact flag of the lexical and semantic models; other models read raw bytes.
     views = scanned_views(data, getattr(model, "added_only", False), prose)
-    added: list[View] = []  # a diff's added view, kept to place its windows in the raw bytes
-    windows = (
-        (name, span, text)
-        for name, view in _noting(views, added)
-        for span, text in _view_windows(view, model)
-    )
+    windows = ((name, view, span, text) for name, view in views for span, text in _view_windows(view, model))
     per_batch = max(1, getattr(model, "batch_bytes", BATCH_BYTES) // model.window)
-    # (-logit, order, view, span, logit in the model's dtype), best first; ties: the earlier window
-    best: list[tuple[float, int, str, tuple[int, int], np.floating[Any]]] = []
+    # (-logit, order, view's name, view, span, logit in the model's dtype), best first; ties: the
+    # earlier window
+    best: list[tuple[float, int, str, View, tuple[int, int], np.floating[Any]]] = []
     count = 0
     while batch := list(islice(windows, per_batch)):
-        logits = model.logits([text for _, _, text in batch])
+        logits = model.logits([text for _, _, _, text in batch])
         for i in np.argsort(-logits, kind="stable")[:TOP_WINDOWS].tolist():
-            best.append((-float(logits[i]), count + i, batch[i][0], batch[i][1], logits[i]))
+            best.append((-float(logits[i]), count + i, *batch[i][:3], logits[i]))
         best = sorted(best, key=lambda item: item[:2])[:TOP_WINDOWS]
         count += int(logits.size)
-    with np.errstate(over="ignore"):  # a model without a null: a far-off window's score is 0.0
-        top = [
-            ScoredWindow(
-                view=RAW if raw else name,
-                start=raw[0] if raw else start,
-                end=raw[1] if raw else end,
-                logit=float(logit),
-                score=best_window_score(model, logit, count, reference_windows),
-            )
-            for _, _, name, (start, end), logit in best
-            for raw in [raw_span(added[0], start, end) if name == ADDED and added else None]
-        ]
+    top: list[ScoredWindow] = []
+    for _, _, name, view, span, logit in best:
+        raw = raw_span(view, *span)  # a window of a diff's added lines: where it lies in the raw diff
+        place, (start, end) = (RAW, raw) if raw else (name, span)
+        with np.errstate(over="ignore"):  # a model without a null: a far-off window's score is 0.0
+            score = best_window_score(model, logit, count, reference_windows)
+        top.append(ScoredWindow(view=place, start=start, end=end, logit=float(logit), score=score))
     score = top[0].score if top else 0.0
     verdict: Verdict = "harmful" if score >= threshold else "harmless"
     spans = segment_spans(len(data), model.window, model.overlap)
     coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
-
-
-def _noting(views: Iterable[tuple[str, View]], added: list[View]) -> Iterator[tuple[str, View]]:
-    """``views`` as they come, the ``added`` one also put in ``added`` (a diff's added view only
-    holds offsets into the artifact's bytes, not a copy)."""
-    for name, view in views:
-        if name == ADDED:
-            added.append(view)
-        yield name, view
 
 
 def _view_windows(view: View, model: WindowedModel) -> Iterator[tuple[tuple[int, int], str]]:
