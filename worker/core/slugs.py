@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Protocol
@@ -50,11 +50,6 @@ def deslug(run: bytes) -> bytes:
     return _JOINER.sub(lambda match: b" " * len(match.group()), run)
 
 
-def slug_words(data: bytes) -> bytes:
-    """Every slug run of ``data`` with spaces, one a line."""
-    return b"\n".join(deslug(data[start:end]) for start, end in slug_runs((data,)))
-
-
 class Deslugged:
     """A view held whole (``len`` and slices) read with its slug ``runs`` written with spaces."""
 
@@ -84,12 +79,12 @@ class Deslugged:
         if step != 1:
             raise ValueError("a deslugged view is read in contiguous slices")
         text = self._view[start:stop]
-        index = bisect_right(self._ends, start)  # the first run that ends after ``start``
-        if index >= len(self._starts) or self._starts[index] >= stop:
+        # the runs in the slice: from the first that ends after ``start`` to the last that starts before ``stop``
+        first, last = bisect_right(self._ends, start), bisect_left(self._starts, stop)
+        if first >= last:
             return bytes(text)
         out = bytearray(text)
-        while index < len(self._starts) and self._starts[index] < stop:
+        for index in range(first, last):
             lo, hi = max(self._starts[index], start), min(self._ends[index], stop)
             out[lo - start : hi - start] = deslug(bytes(self._view[lo:hi]))
-            index += 1
         return bytes(out)
