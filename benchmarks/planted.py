@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import evaluate, read_records
+from harness import evaluate, evaluate_records, read_records
 
 from worker.training.data import default_datasets_dir
 
@@ -171,9 +171,7 @@ def main() -> None:
         f"{'setup':24} {'input':>8} {'attacks':>7} {'caught':>7} {'rate':>7} {'carriers':>8} {'FP':>4} {'FPR':>6}"
     )
     with tempfile.TemporaryDirectory(prefix="canary-planted-") as scratch:
-        bare = Path(scratch) / "bare.jsonl"
-        bare.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-        for row in evaluate(bare, args.policy, setups):
+        for row in evaluate_records(records, args.policy, setups):
             caught = int(row["n"]) - int(row["fn"])
             print(
                 f"{row['setup']!s:24} {'bare':>8} {row['n']:7d} {caught:7d} {caught / max(1, int(row['n'])):7.1%}",

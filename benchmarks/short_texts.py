@@ -13,10 +13,9 @@ out: one sentence of an injection need not be one. Nothing is trained or tuned h
 from __future__ import annotations
 
 import re
-import tempfile
 from pathlib import Path
 
-from harness import SHIPPED_SETUPS, arguments, evaluate, read_records, split_path, write_records
+from harness import SHIPPED_SETUPS, arguments, evaluate_records, read_records, split_path
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -47,8 +46,7 @@ def main() -> None:
         for index, sentence in enumerate(sentences(record["text"]))
     ]
     records = len(harmless)
-    with tempfile.TemporaryDirectory() as tmp:
-        results = evaluate(write_records(Path(tmp) / "sentences.jsonl", pieces), args.policy, setups)
+    results = evaluate_records(pieces, args.policy, setups)
     print(f"# sentences of the {records} harmless records of {source} under {args.policy}")
     print(f"{'setup':24s} {'n':>5s} {'FP':>4s} {'FPR':>7s}")
     for setup, summary in zip(setups, results, strict=True):
