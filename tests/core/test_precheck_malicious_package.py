@@ -655,3 +655,34 @@ def test_a_telegram_call_that_carries_the_environment_out_at_install_time_blocks
         ' data={"text": str(dict(os.environ))})\nsetup(name="x")'
     )
     assert run_precheck(new_file("setup.py", body), POLICY).verdict == "harmful"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'owner_started_at = get_process_start_time(__import__("os").getpid())',
+        'workers = __import__("os").cpu_count() or 1',
+        'root = __import__("os").path.join(base, "data")',
+    ],
+    ids=["process-id", "cpu-count", "path-helper"],
+)
+def test_a_lazy_import_of_os_for_bookkeeping_is_no_evidence(body):
+    """``__import__("os")`` to read the process id or join a path hides no call (a real agent's release)."""
+    result = run_precheck(new_file("tools/delegation.py", body), POLICY)
+    assert not {"mp.exec.py-import-call", "mp.exec.py-import-dangerous"} & {
+        e.rule_id for e in result.evidence
+    }
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '__import__("os").popen("id").read()',
+        "payload = __import__('base64').b64decode(blob)",
+        '__import__("subprocess").getoutput("whoami")',
+    ],
+    ids=["popen", "b64decode", "getoutput"],
+)
+def test_a_call_hidden_behind_import_by_name_still_blocks(body):
+    """Process, decoding and shell calls behind ``__import__`` add up to a block as before."""
+    assert run_precheck(new_file("pkg/a.py", body), POLICY).verdict == "harmful"
