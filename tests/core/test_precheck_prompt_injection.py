@@ -1011,8 +1011,15 @@ def test_help_text_the_third_person_and_quotations_are_not_a_translated_override
         b"+    # a model that cannot\n+    # ignore previous instructions is easier to steer\n",
         b" * Long prompts often\n * ignore the earlier rules of the conversation.\n",
         b"Some language models may\nignore prompt instructions when the context is long.\n",
+        b"    # the summarizer doesn't\n    # ignore previous instructions when they are short\n",
     ],
-    ids=["comment-after-may", "added-comment-after-cannot", "block-comment-after-often", "prose-after-may"],
+    ids=[
+        "comment-after-may",
+        "added-comment-after-cannot",
+        "block-comment-after-often",
+        "prose-after-may",
+        "comment-after-doesnt",
+    ],
 )
 def test_a_wrapped_line_that_continues_a_clause_is_no_directive(text):
     """After a modal, a negation or an adverb of frequency the next line's verb is its complement,
