@@ -613,8 +613,9 @@ BOT_TOKEN = "5550001234:AAEx4mpleT0kenForTestsOnly_abcdefgh"
         f'import requests\nrequests.get("https://api.telegram.org/bot{BOT_TOKEN}/sendMessage", params={{"text": "hi"}})',
         f'import requests\nTOKEN = "{BOT_TOKEN}"\nrequests.get(f"https://api.telegram.org/bot{{TOKEN}}/sendMessage")',
         f'const token = "{BOT_TOKEN}";\nfetch(`https://api.telegram.org/bot${{token}}/sendDocument`, {{method: "POST"}});',
+        f'requests.get("https://api.telegram.org/bot{BOT_TOKEN[:-1]}-/sendMessage")',
     ],
-    ids=["in-the-url", "in-a-constant", "in-javascript"],
+    ids=["in-the-url", "in-a-constant", "in-javascript", "ending-in-a-dash"],
 )
 def test_a_telegram_bot_token_written_into_package_code_blocks(body):
     """Code that carries its own bot's token reports to a bot its author reads: decisive."""
