@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -150,6 +151,7 @@ def scored_answer(
     threshold: float,
     prose: bool = False,
     reference_windows: float | None = None,
+    paragraphs: int | None = None,
 ) -> Answer:
     """Score every window of ``data`` and answer with full coverage and the best windows.
 
@@ -158,7 +160,9 @@ def scored_answer(
     being read, and left out on purpose. An e-mail's base64 or quoted-printable text parts are
     also scored decoded (what its reader sees), in windows of their own; so is, with ``prose``,
     the text a diff adds inside code (comments, docstrings, sentence-like strings:
-    :mod:`worker.core.prose`). The coverage stays that of the raw bytes, all of them. A window of a
+    :mod:`worker.core.prose`), and with ``paragraphs`` (bytes) each paragraph of at least that
+    many bytes as a window of its own too (:func:`paragraph_spans`). The coverage stays that of
+    the raw bytes, all of them. A window of a
     diff's added view is named by where it lies in the raw bytes (its first to its last byte), so
     that the quorum reads a model's place against the rules' places in the same offsets.
     Windows are scored ``BATCH_BYTES`` (or the model's ``batch_bytes``) of text at a time and only
@@ -167,7 +171,11 @@ def scored_answer(
     """
     # ``added_only``: an artifact flag of the lexical and semantic models; other models read raw bytes.
     views = scanned_views(data, getattr(model, "added_only", False), prose)
-    windows = ((name, view, span, text) for name, view in views for span, text in _view_windows(view, model))
+    windows = (
+        (name, view, span, text)
+        for name, view in views
+        for span, text in _view_windows(view, model, paragraphs)
+    )
     per_batch = max(1, getattr(model, "batch_bytes", BATCH_BYTES) // model.window)
     # (-logit, order, view's name, view, span, logit in the model's dtype), best first; ties: the
     # earlier window
@@ -193,15 +201,44 @@ def scored_answer(
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
 
 
-def _view_windows(view: View, model: WindowedModel) -> Iterator[tuple[tuple[int, int], str]]:
+def _view_windows(
+    view: View, model: WindowedModel, paragraphs: int | None = None
+) -> Iterator[tuple[tuple[int, int], str]]:
     """Each window of ``view`` with its text, one at a time (the spans of a 100 MB artifact as a
-    list were 0.3 bytes per byte)."""
+    list were 0.3 bytes per byte); with ``paragraphs``, then each paragraph of a view held whole
+    of at most :data:`PARAGRAPH_VIEW_BYTES` (see :func:`paragraph_spans`)."""
     if isinstance(view, Streamed):
         for span, text in view.windows(model.window, model.overlap):
             yield span, text.decode("utf-8", errors="replace")
         return
     for start, end in segment_spans(len(view), model.window, model.overlap):
         yield (start, end), view[start:end].decode("utf-8", errors="replace")
+    if paragraphs is not None and len(view) <= PARAGRAPH_VIEW_BYTES:
+        whole = view if isinstance(view, bytes) else bytes(view[0 : len(view)])
+        for start, end in paragraph_spans(whole, paragraphs, model.window):
+            yield (start, end), whole[start:end].decode("utf-8", errors="replace")
+
+
+PARAGRAPH_VIEW_BYTES = 64 << 10  # paragraphs are read in views up to this long (the lexical null's reference)
+_PARAGRAPH_BREAK = re.compile(rb"\n[ \t+]*\n\s*")  # a blank line (in a diff: a blank added or context line)
+
+
+def paragraph_spans(data: bytes, shortest: int, longest: int) -> Iterator[tuple[int, int]]:
+    """``[start, end)`` of each paragraph of ``data`` (text between blank lines) of ``shortest`` to
+    ``longest`` bytes; nothing for text without a blank line, which its windows read whole.
+
+    A fixed window holds whatever surrounds a passage: an order of 300 bytes between an issue's
+    title and its first comment is read diluted by both (the n-grams are normalised over the
+    window), or cut in two. Read as a paragraph of its own as well, it scores as it would alone.
+    Short paragraphs (headings, one-liners) are left to the windows: alone, they score far more
+    extreme than the windows a model's threshold and null were fitted on."""
+    start = 0
+    for match in _PARAGRAPH_BREAK.finditer(data):
+        if shortest <= match.start() - start <= longest:
+            yield start, match.start()
+        start = match.end()
+    if start and shortest <= len(data) - start <= longest:
+        yield start, len(data)
 
 
 class WindowedModelDetector:
@@ -214,6 +251,8 @@ class WindowedModelDetector:
     which an artifact is read as one window by a model with a window null (trained: 64 KB for the
     lexical models): a policy that gates long logs and would rather review than miss an injection
     deep inside sets it high (e.g. 1e9: the best window alone, judged by the same cut).
+    ``paragraphs: N`` also reads each paragraph of N bytes up to a window as a window of its own
+    (see :func:`paragraph_spans`).
     """
 
     backend: ClassVar[str]
@@ -231,6 +270,13 @@ class WindowedModelDetector:
         ):
             raise ConfigError(f"{self.name}: reference_windows must be a number >= 1, not {reference!r}")
         self.reference_windows = None if reference is None else float(reference)
+        self.paragraphs = options.get("paragraphs")
+        if self.paragraphs is not None and (
+            isinstance(self.paragraphs, bool) or not isinstance(self.paragraphs, int) or self.paragraphs < 1
+        ):
+            raise ConfigError(
+                f"{self.name}: paragraphs must be a number of bytes >= 1, not {self.paragraphs!r}"
+            )
 
     def load(self, policy: HarmPolicy) -> WindowedModel:
         raise NotImplementedError
@@ -238,4 +284,6 @@ class WindowedModelDetector:
     def answer(self, artifact: Artifact, policy: HarmPolicy) -> Answer:
         model = self.load(policy)
         threshold = model.threshold if self.threshold is None else self.threshold
-        return scored_answer(artifact.data, model, threshold, self.prose, self.reference_windows)
+        return scored_answer(
+            artifact.data, model, threshold, self.prose, self.reference_windows, self.paragraphs
+        )
