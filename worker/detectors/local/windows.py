@@ -162,9 +162,9 @@ def scored_answer(
     the text a diff adds inside code (comments, docstrings, sentence-like strings:
     :mod:`worker.core.prose`), and with ``paragraphs`` (bytes) each paragraph of at least that
     many bytes as a window of its own too (:func:`paragraph_spans`). The coverage stays that of
-    the raw bytes, all of them. A window of a
-    diff's added view is named by where it lies in the raw bytes (its first to its last byte), so
-    that the quorum reads a model's place against the rules' places in the same offsets.
+    the raw bytes, all of them. A window of a diff's added view is named by where it lies in the
+    raw bytes (its first to its last byte), so that the quorum reads a model's place against the
+    rules' places in the same offsets.
     Windows are scored ``BATCH_BYTES`` (or the model's ``batch_bytes``) of text at a time and only
     the ``TOP_WINDOWS`` best are kept (by view and offsets), so memory stays flat however large the
     artifact; windows and their spans are produced lazily, never as lists.
