@@ -14,7 +14,7 @@ from worker.core.errors import ConfigError
 from worker.detectors import KINDS, build_detector
 
 # Options every windowed local model detector reads (``worker.detectors.local.windows``).
-_MODEL_OPTIONS = frozenset({"models_dir", "prose", "reference_windows"})
+_MODEL_OPTIONS = frozenset({"models_dir", "paragraphs", "prose", "reference_windows"})
 _MODEL_KINDS = frozenset({"lexical", "semantic"})
 
 
