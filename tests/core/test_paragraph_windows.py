@@ -69,3 +69,20 @@ def test_paragraphs_must_be_a_positive_number_of_bytes(value: object) -> None:
     with pytest.raises(ConfigError, match="paragraphs"):
         LexicalDetector(name="lexical", paragraphs=value)
     assert LexicalDetector(name="lexical", paragraphs=300).paragraphs == 300
+
+
+def test_the_preflight_knows_every_option_a_model_detector_reads() -> None:
+    """The shipped policy's ``paragraphs`` passes the start-up check; an option no detector reads
+    is refused there, by name (the list lives on the detector, so the two cannot drift apart)."""
+    from policies.loader import load_policy
+    from worker.detectors.preflight import check_policy
+
+    policy = load_policy("prompt-injection")
+    check_policy(policy)
+    specs = tuple(
+        s.model_copy(update={"options": {**s.options, "bogus": 1}}) if s.name == "lexical" else s
+        for s in policy.quorum.detectors
+    )
+    bad = policy.model_copy(update={"quorum": policy.quorum.model_copy(update={"detectors": specs})})
+    with pytest.raises(ConfigError, match=r"unknown options \['bogus'\]"):
+        check_policy(bad)

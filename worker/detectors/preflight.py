@@ -13,9 +13,7 @@ from policies.loader import named_rulesets
 from worker.core.errors import ConfigError
 from worker.detectors import KINDS, build_detector
 
-# Options every windowed local model detector reads (``worker.detectors.local.windows``).
-_MODEL_OPTIONS = frozenset({"models_dir", "paragraphs", "prose", "reference_windows"})
-_MODEL_KINDS = frozenset({"lexical", "semantic"})
+_MODEL_KINDS = frozenset({"lexical", "semantic"})  # windowed local models (worker.detectors.local.windows)
 
 
 def check_policy(policy: HarmPolicy) -> None:
@@ -25,6 +23,7 @@ def check_policy(policy: HarmPolicy) -> None:
     pre-check and the ``rules`` detectors read (cached in this process, so a scan reuses them).
     """
     from worker.core.ruleset import policy_rulesets
+    from worker.detectors.local.windows import WindowedModelDetector  # what building a model detector imports
 
     where = f"policy {policy.id}"
     for spec in policy.quorum.detectors:
@@ -33,7 +32,8 @@ def check_policy(policy: HarmPolicy) -> None:
             raise ConfigError(
                 f"{where}: detector {spec.name!r} has unknown kind {spec.kind!r} (known: {known})"
             )
-        unknown = sorted(set(spec.options) - _MODEL_OPTIONS) if spec.kind in _MODEL_KINDS else []
+        model = spec.kind in _MODEL_KINDS
+        unknown = sorted(set(spec.options) - WindowedModelDetector.OPTIONS) if model else []
         if unknown:
             raise ConfigError(f"{where}: detector {spec.name!r} ({spec.kind}): unknown options {unknown}")
         try:

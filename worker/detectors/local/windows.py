@@ -256,6 +256,8 @@ class WindowedModelDetector:
     """
 
     backend: ClassVar[str]
+    # Every option ``__init__`` reads; the policy preflight refuses any other (worker.detectors.preflight).
+    OPTIONS: ClassVar[frozenset[str]] = frozenset({"models_dir", "paragraphs", "prose", "reference_windows"})
 
     def __init__(self, name: str | None = None, threshold: float | None = None, **options: Any) -> None:
         self.name = name or self.backend
