@@ -39,6 +39,8 @@ MODEL_FILES: dict[str, tuple[str, ...]] = {
     "lexical": ("{policy}/lexical.npz",),
     "semantic": ("{policy}/semantic.npz", "minilm-static/embeddings.npz", "minilm-static/tokenizer.json"),
 }
+# ... and with ``reader: true``, also the reader's (worker.detectors.local.reader).
+READER_FILES: tuple[str, ...] = ("{policy}/reader.npz", "minilm-reader/tokenizer.json")
 ABSENT = "absent"  # the digest of a model file that is not there (its detector votes unavailable)
 
 
@@ -228,6 +230,8 @@ def named_models(policy: HarmPolicy) -> tuple[tuple[str, str], ...]:
     found: list[tuple[str, str]] = []
     for spec in policy.quorum.detectors:
         templates = MODEL_FILES.get(spec.kind, ())
+        if templates and spec.options.get("reader") is True:
+            templates = templates + READER_FILES
         directory = str(spec.options.get("models_dir") or default_models_dir()) if templates else ""
         for template in templates:
             relative = template.format(policy=policy.id)

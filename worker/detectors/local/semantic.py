@@ -29,6 +29,7 @@ from worker.detectors.local.embedding import (
 )
 from worker.detectors.local.scan_statistic import WindowNull
 from worker.detectors.local.windows import (
+    Reader,
     WindowedModelDetector,
     cached,
     model_digests,
@@ -112,9 +113,16 @@ def load_model(
 
 
 class SemanticDetector(WindowedModelDetector):
-    """Votes with the policy's embedding head; ``threshold`` overrides the trained one."""
+    """Votes with the policy's embedding head, or with ``reader: true`` with the reader on the
+    head's best windows; ``threshold`` overrides the trained one."""
 
     backend = "semantic"
+    READS_AGAIN = True
 
     def load(self, policy: HarmPolicy) -> SemanticModel:
         return load_model(policy.id, self.models_dir, policy)
+
+    def load_reader(self, policy: HarmPolicy) -> Reader:
+        from worker.detectors.local.reader import load_reader  # numpy only, but 20 MB: loaded when asked
+
+        return load_reader(policy.id, self.models_dir, policy)

@@ -101,6 +101,23 @@ def lazy_window_texts(data: bytes, spans: Iterable[tuple[int, int]]) -> Iterator
     return (data[start:end].decode("utf-8", errors="replace") for start, end in spans)
 
 
+class Reader(Protocol):
+    """A second model that re-reads a ranking model's best windows (worker.detectors.local.reader)."""
+
+    @property
+    def count(self) -> int: ...  # how many of the best windows it reads
+    @property
+    def floor(self) -> float: ...  # the ranking model's logit a window must reach to be read
+    @property
+    def threshold(self) -> float: ...  # its own cut, a logit
+
+    def logits(self, windows: list[str]) -> np.ndarray: ...
+
+
+# A ranked window: (-logit, order, view's name, view, span, logit in the model's dtype, text)
+Ranked = tuple[float, int, str, "View", tuple[int, int], np.floating[Any], str]
+
+
 class WindowedModel(Protocol):
     # Read-only members, so that frozen dataclasses (the lexical and semantic models) conform.
     @property
@@ -152,6 +169,7 @@ def scored_answer(
     prose: bool = False,
     reference_windows: float | None = None,
     paragraphs: int | None = None,
+    reader: Reader | None = None,
 ) -> Answer:
     """Score every window of ``data`` and answer with full coverage and the best windows.
 
@@ -168,6 +186,10 @@ def scored_answer(
     Windows are scored ``BATCH_BYTES`` (or the model's ``batch_bytes``) of text at a time and only
     the ``TOP_WINDOWS`` best are kept (by view and offsets), so memory stays flat however large the
     artifact; windows and their spans are produced lazily, never as lists.
+    With a ``reader`` (:mod:`worker.detectors.local.reader`), the model only ranks: the reader
+    reads its ``count`` best windows whose logit reaches the reader's ``floor``, and the best of
+    the reader's logits against ``threshold`` (a probability) is the vote. A text whose best
+    window stays under the floor is harmless without being read again.
     """
     # ``added_only``: an artifact flag of the lexical and semantic models; other models read raw bytes.
     views = scanned_views(data, getattr(model, "added_only", False), prose)
@@ -177,18 +199,23 @@ def scored_answer(
         for span, text in _view_windows(view, model, paragraphs)
     )
     per_batch = max(1, getattr(model, "batch_bytes", BATCH_BYTES) // model.window)
-    # (-logit, order, view's name, view, span, logit in the model's dtype), best first; ties: the
-    # earlier window
-    best: list[tuple[float, int, str, View, tuple[int, int], np.floating[Any]]] = []
+    kept = max(TOP_WINDOWS, reader.count if reader else 0)
+    # (-logit, order, view's name, view, span, logit in the model's dtype, text), best first; ties:
+    # the earlier window
+    best: list[Ranked] = []
     count = 0
     while batch := list(islice(windows, per_batch)):
         logits = model.logits([text for _, _, _, text in batch])
-        for i in np.argsort(-logits, kind="stable")[:TOP_WINDOWS].tolist():
-            best.append((-float(logits[i]), count + i, *batch[i][:3], logits[i]))
-        best = sorted(best, key=lambda item: item[:2])[:TOP_WINDOWS]
+        for i in np.argsort(-logits, kind="stable")[:kept].tolist():
+            best.append((-float(logits[i]), count + i, *batch[i][:3], logits[i], batch[i][3]))
+        best = sorted(best, key=lambda item: item[:2])[:kept]
         count += int(logits.size)
+    spans = segment_spans(len(data), model.window, model.overlap)
+    coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
+    if reader is not None:
+        return _reread(best, reader, threshold, coverage)
     top: list[ScoredWindow] = []
-    for _, _, name, view, span, logit in best:
+    for _, _, name, view, span, logit, _ in best[:TOP_WINDOWS]:
         raw = raw_span(view, *span)  # a window of a diff's added lines: where it lies in the raw diff
         place, (start, end) = (RAW, raw) if raw else (name, span)
         with np.errstate(over="ignore"):  # a model without a null: a far-off window's score is 0.0
@@ -196,8 +223,23 @@ def scored_answer(
         top.append(ScoredWindow(view=place, start=start, end=end, logit=float(logit), score=score))
     score = top[0].score if top else 0.0
     verdict: Verdict = "harmful" if score >= threshold else "harmless"
-    spans = segment_spans(len(data), model.window, model.overlap)
-    coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
+    return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
+
+
+def _reread(best: list[Ranked], reader: Reader, threshold: float, coverage: Coverage) -> Answer:
+    """The vote of ``reader`` on the ranking model's best windows that reach its floor, named by
+    the reader's probabilities, best first."""
+    chosen = [item for item in best[: reader.count] if float(item[5]) >= reader.floor]
+    logits = reader.logits([item[6] for item in chosen])
+    top: list[ScoredWindow] = []
+    for i in np.argsort(-logits, kind="stable")[:TOP_WINDOWS].tolist():
+        _, _, name, view, span, _, _ = chosen[i]
+        raw = raw_span(view, *span)
+        place, (start, end) = (RAW, raw) if raw else (name, span)
+        logit = float(logits[i])
+        top.append(ScoredWindow(view=place, start=start, end=end, logit=logit, score=expit(logit)))
+    score = top[0].score if top else 0.0
+    verdict: Verdict = "harmful" if score >= threshold else "harmless"
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
 
 
@@ -252,12 +294,17 @@ class WindowedModelDetector:
     lexical models): a policy that gates long logs and would rather review than miss an injection
     deep inside sets it high (e.g. 1e9: the best window alone, judged by the same cut).
     ``paragraphs: N`` also reads each paragraph of N bytes up to a window as a window of its own
-    (see :func:`paragraph_spans`).
+    (see :func:`paragraph_spans`). ``reader: true`` (semantic only) has a fine-tuned transformer
+    re-read the best windows and vote (see :func:`scored_answer`); ``threshold`` is then its cut.
     """
 
     backend: ClassVar[str]
     # Every option ``__init__`` reads; the policy preflight refuses any other (worker.detectors.preflight).
-    OPTIONS: ClassVar[frozenset[str]] = frozenset({"models_dir", "paragraphs", "prose", "reference_windows"})
+    OPTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"models_dir", "paragraphs", "prose", "reader", "reference_windows"}
+    )
+    # With ``reader: true`` (the semantic detector only), a reader re-reads the best windows.
+    READS_AGAIN: ClassVar[bool] = False
 
     def __init__(self, name: str | None = None, threshold: float | None = None, **options: Any) -> None:
         self.name = name or self.backend
@@ -272,6 +319,11 @@ class WindowedModelDetector:
         ):
             raise ConfigError(f"{self.name}: reference_windows must be a number >= 1, not {reference!r}")
         self.reference_windows = None if reference is None else float(reference)
+        self.reader = options.get("reader", False)
+        if not isinstance(self.reader, bool):
+            raise ConfigError(f"{self.name}: reader must be true or false, not {self.reader!r}")
+        if self.reader and not self.READS_AGAIN:
+            raise ConfigError(f"{self.name}: only the semantic detector takes a reader")
         self.paragraphs = options.get("paragraphs")
         if self.paragraphs is not None and (
             isinstance(self.paragraphs, bool) or not isinstance(self.paragraphs, int) or self.paragraphs < 1
@@ -283,9 +335,14 @@ class WindowedModelDetector:
     def load(self, policy: HarmPolicy) -> WindowedModel:
         raise NotImplementedError
 
+    def load_reader(self, policy: HarmPolicy) -> Reader:
+        raise NotImplementedError
+
     def answer(self, artifact: Artifact, policy: HarmPolicy) -> Answer:
         model = self.load(policy)
-        threshold = model.threshold if self.threshold is None else self.threshold
+        reader = self.load_reader(policy) if self.reader else None
+        trained = model.threshold if reader is None else expit(reader.threshold)
+        threshold = trained if self.threshold is None else self.threshold
         return scored_answer(
-            artifact.data, model, threshold, self.prose, self.reference_windows, self.paragraphs
+            artifact.data, model, threshold, self.prose, self.reference_windows, self.paragraphs, reader
         )

@@ -1,0 +1,85 @@
+"""The reader: a fine-tuned MiniLM that re-reads the semantic head's best windows and votes.
+
+These tests hold the cascade to what it promises: which windows are read, what a vote names,
+full coverage, and which detectors may take a reader.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from worker.core.errors import ConfigError
+from worker.detectors.local.lexical import LexicalDetector
+from worker.detectors.local.semantic import SemanticDetector
+from worker.detectors.local.windows import scored_answer
+
+
+@dataclass(frozen=True)
+class Ranker:
+    """Scores a window by how often it says ``hot``: the head that ranks."""
+
+    threshold: float = 0.5
+    window: int = 64
+    overlap: int = 16
+    null: None = None
+
+    def logits(self, windows: list[str]) -> np.ndarray:
+        return np.array([w.count("hot") - 1.0 for w in windows], dtype=np.float32)
+
+
+@dataclass
+class FakeReader:
+    """Harmful (logit 4) for a window that says ``order``, else -4; records what it read."""
+
+    count: int = 2
+    floor: float = 0.0
+    threshold: float = 2.0
+    read: list[str] | None = None
+
+    def logits(self, windows: list[str]) -> np.ndarray:
+        self.read = (self.read or []) + windows
+        return np.array([4.0 if "order" in w else -4.0 for w in windows], dtype=np.float32)
+
+
+FILLER = b"plain words about the weather and the garden. " * 3
+
+
+def test_the_reader_reads_only_the_heads_best_windows_that_reach_the_floor() -> None:
+    """Of four hot windows the reader reads the two best; the vote is its, the windows it names
+    are the ones it read, and the coverage is every byte, as without a reader."""
+    data = FILLER + b"hot hot hot order now " + FILLER + b"hot hot " + FILLER + b"hot " + FILLER
+    reader = FakeReader()
+    answer = scored_answer(data, Ranker(), 0.5, reader=reader)
+    plain = scored_answer(data, Ranker(), 0.5)
+    assert reader.read is not None and len(reader.read) == 2
+    assert any("order" in w for w in reader.read)
+    assert "harmful" in answer.output
+    assert answer.score == pytest.approx(1 / (1 + np.exp(-4.0)))
+    assert answer.windows[0].logit == 4.0 and answer.coverage == plain.coverage
+    start = data.index(b"order")
+    assert answer.windows[0].start <= start < answer.windows[0].end
+
+
+def test_text_under_the_floor_is_harmless_without_being_read_again() -> None:
+    """No window reaches the floor: the reader reads nothing and the vote is harmless, score 0."""
+    reader = FakeReader(floor=5.0)
+    answer = scored_answer(FILLER * 4 + b"hot order " + FILLER, Ranker(), 0.5, reader=reader)
+    assert reader.read in (None, [])
+    assert "harmless" in answer.output and answer.score == 0.0 and answer.windows == ()
+
+
+def test_a_window_the_head_ranks_high_but_the_reader_clears_is_harmless() -> None:
+    """The head alone would vote harmful on a hot window; the reader reads it and clears it."""
+    data = FILLER + b"hot hot hot hot " + FILLER
+    assert "harmful" in scored_answer(data, Ranker(), 0.5).output
+    answer = scored_answer(data, Ranker(), 0.5, reader=FakeReader())
+    assert "harmless" in answer.output and answer.windows[0].logit == -4.0
+
+
+def test_only_the_semantic_detector_takes_a_reader() -> None:
+    with pytest.raises(ConfigError, match="only the semantic detector"):
+        LexicalDetector(reader=True)
+    with pytest.raises(ConfigError, match="true or false"):
+        SemanticDetector(reader="yes")
