@@ -1,19 +1,60 @@
 """The reader: a fine-tuned MiniLM that re-reads the semantic head's best windows and votes.
 
-These tests hold the cascade to what it promises: which windows are read, what a vote names,
-full coverage, and which detectors may take a reader.
+Its forward pass is numpy over int8 rows widened at load; these tests hold it to the torch model
+it is exported from (where torch is installed), and hold the cascade to what it promises: which
+windows are read, what a vote names, full coverage, and which detectors may take a reader.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from worker.core.errors import ConfigError
 from worker.detectors.local.lexical import LexicalDetector
+from worker.detectors.local.reader import TOKENIZER, TOKENIZER_DIR, Reader
 from worker.detectors.local.semantic import SemanticDetector
-from worker.detectors.local.windows import scored_answer
+from worker.detectors.local.windows import models_dir, scored_answer
+
+# -- the forward pass ------------------------------------------------------------------------
+
+
+def test_numpy_reader_equals_the_torch_model_it_was_exported_from(tmp_path: Path) -> None:
+    """A small random BERT with its head, exported as training exports it, scores a padded batch
+    in numpy as torch scores each window alone (int8 rows: within a few hundredths)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from worker.training.reader import export
+
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=300, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96
+    )
+    bert = transformers.BertModel(config, add_pooling_layer=False).eval()
+    head = torch.nn.Linear(48, 1)
+    state = {f"bert.{k}": v.numpy() for k, v in bert.state_dict().items()}
+    state.update({f"head.{k}": v.detach().numpy() for k, v in head.state_dict().items()})
+    export(state, threshold=0.5, floor=-1.0, target=tmp_path / "reader.npz", heads=4)
+    tokenizer = (models_dir() / TOKENIZER_DIR / TOKENIZER).read_bytes()
+    reader = Reader.from_bytes((tmp_path / "reader.npz").read_bytes(), tokenizer)
+    rows = [[101, 7, 8, 9, 102], [101, 250, 102], [101] + list(range(20, 60)) + [102]]
+    tokens = np.zeros((3, 42), dtype=np.int64)
+    mask = np.zeros((3, 42), dtype=np.float32)
+    for i, row in enumerate(rows):
+        tokens[i, : len(row)], mask[i, : len(row)] = row, 1.0
+    got = reader._forward(tokens, mask)
+    with torch.no_grad():
+        want = [
+            float(head(bert(input_ids=torch.tensor([row])).last_hidden_state.mean(1))[0, 0]) for row in rows
+        ]
+    assert np.allclose(got, np.array(want) - 0.5, atol=0.05), (got, want)  # the cut moved to logit 0
+    assert (reader.threshold, reader.floor, reader.count, reader.heads) == (0.0, -1.0, 3, 4)
+
+
+# -- the cascade ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
