@@ -103,6 +103,18 @@ def test_the_reader_reads_only_the_heads_best_windows_that_reach_the_floor() -> 
     assert answer.windows[0].start <= start < answer.windows[0].end
 
 
+def test_a_harmful_vote_names_only_the_windows_the_reader_found_harmful() -> None:
+    """The reader reads two hot windows and clears one: the harmful vote points at the other only,
+    so the quorum never reads a cleared window as a place where this vote saw harm."""
+    data = FILLER + b"hot hot hot order now " + FILLER * 3 + b"hot hot " + FILLER
+    answer = scored_answer(data, Ranker(), 0.5, reader=FakeReader())
+    assert "harmful" in answer.output and [w.logit for w in answer.windows] == [4.0]
+    cleared = scored_answer(
+        FILLER + b"hot hot hot " + FILLER * 3 + b"hot hot " + FILLER, Ranker(), 0.5, reader=FakeReader()
+    )
+    assert "harmless" in cleared.output and [w.logit for w in cleared.windows] == [-4.0, -4.0]
+
+
 def test_text_under_the_floor_is_harmless_without_being_read_again() -> None:
     """No window reaches the floor: the reader reads nothing and the vote is harmless, score 0."""
     reader = FakeReader(floor=5.0)

@@ -228,7 +228,9 @@ def scored_answer(
 
 def _reread(best: list[Ranked], reader: Reader, threshold: float, coverage: Coverage) -> Answer:
     """The vote of ``reader`` on the ranking model's best windows that reach its floor, named by
-    the reader's probabilities, best first."""
+    the reader's probabilities, best first. The reader judges each window on its own, so a
+    harmful vote names only the windows it found harmful: a window it read and cleared is no
+    place the vote points at (the quorum's ``colocate`` reads these places)."""
     chosen = [item for item in best[: reader.count] if float(item[5]) >= reader.floor]
     logits = reader.logits([item[6] for item in chosen])
     top: list[ScoredWindow] = []
@@ -240,6 +242,8 @@ def _reread(best: list[Ranked], reader: Reader, threshold: float, coverage: Cove
         top.append(ScoredWindow(view=place, start=start, end=end, logit=logit, score=expit(logit)))
     score = top[0].score if top else 0.0
     verdict: Verdict = "harmful" if score >= threshold else "harmless"
+    if verdict == "harmful":
+        top = [window for window in top if window.score >= threshold]
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
 
 
