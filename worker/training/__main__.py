@@ -191,6 +191,33 @@ def _keep_oof(
     np.savez_compressed(folder / f"{policy}-oof.npz", **arrays)  # type: ignore[arg-type]
 
 
+def recipe_corpus(datasets: Path, policy: str, args: argparse.Namespace | None = None) -> Corpus:
+    """What ``policy``'s models train on: its train split with every addition the recipe (and
+    ``args``, the options of this command; None: the shipped recipe) asks for. The reader
+    (worker.training.reader) trains on the same."""
+    args = args or parse_args([])
+    train = load_corpus(datasets, policy, "train")
+    if args.clean_contexts:
+        train = with_clean_contexts(train, datasets, policy, "train")
+    train = with_code_negatives(train, datasets, policy, "train", prose=args.prose_negatives)
+    extra = extra_corpus(policy, errands=args.errands)
+    long = long_mask(extra)
+    prose = [t for t, is_long in zip(extra.texts, long, strict=True) if is_long]
+    prose_groups = [g for g, is_long in zip(extra.groups, long, strict=True) if is_long]
+    train = with_planted_copies(train, datasets, policy, "train", prose=prose)
+    if policy in TRAINED_SENTENCES:
+        train = with_sentences(train)
+    if policy in PLANTED:  # as many carriers alone as there are attacks planted in carriers
+        attacks = int((np.asarray(train.labels) == 1)[own_mask(train)].sum())
+        count = round(args.carriers_per_attack * attacks)
+        train = with_carriers_alone(
+            train, prose, prose_groups, count, payloads=args.harmless_payloads, whole=args.whole_carriers
+        )
+        if args.long_scored:
+            train = with_long_scored(train, prose, prose_groups, args.long_scored)
+    return joined(train, extra)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -205,26 +232,7 @@ def main(argv: list[str] | None = None) -> None:
         distill_embeddings(None if args.out_dir is None else out_dir / "minilm-static", force=args.redistill)
     summary: dict[str, dict[str, object]] = {}
     for policy in args.policy or list(POLICIES):
-        train = load_corpus(datasets, policy, "train")
-        if args.clean_contexts:
-            train = with_clean_contexts(train, datasets, policy, "train")
-        train = with_code_negatives(train, datasets, policy, "train", prose=args.prose_negatives)
-        extra = extra_corpus(policy, errands=args.errands)
-        long = long_mask(extra)
-        prose = [t for t, is_long in zip(extra.texts, long, strict=True) if is_long]
-        prose_groups = [g for g, is_long in zip(extra.groups, long, strict=True) if is_long]
-        train = with_planted_copies(train, datasets, policy, "train", prose=prose)
-        if policy in TRAINED_SENTENCES:
-            train = with_sentences(train)
-        if policy in PLANTED:  # as many carriers alone as there are attacks planted in carriers
-            attacks = int((np.asarray(train.labels) == 1)[own_mask(train)].sum())
-            count = round(args.carriers_per_attack * attacks)
-            train = with_carriers_alone(
-                train, prose, prose_groups, count, payloads=args.harmless_payloads, whole=args.whole_carriers
-            )
-            if args.long_scored:
-                train = with_long_scored(train, prose, prose_groups, args.long_scored)
-        train = joined(train, extra)
+        train = recipe_corpus(datasets, policy, args)
         copies = args.train_on_copies or policy in TRAINED_COPIES
         labels = np.asarray(train.labels)
         oof: dict[str, np.ndarray] = {}

@@ -87,37 +87,14 @@ def prepare(datasets: Path) -> tuple[Windows, dict[str, np.ndarray]]:
     from sklearn.model_selection import GroupKFold
     from tokenizers import Tokenizer
 
-    from worker.training.data import (
-        HARMLESS_PAYLOAD_SHARE,
-        extra_corpus,
-        joined,
-        load_corpus,
-        long_mask,
-        own_mask,
-        scored_mask,
-        with_carriers_alone,
-        with_code_negatives,
-        with_planted_copies,
-        with_sentences,
-    )
+    from worker.training.__main__ import recipe_corpus
+    from worker.training.data import scored_mask
     from worker.training.windows import explode
     from worker.training.witnesses import known_windows
 
     random.seed(SEED)
     np.random.seed(SEED)
-    train = load_corpus(datasets, POLICY, "train")
-    train = with_code_negatives(train, datasets, POLICY, "train", prose=False)
-    extra = extra_corpus(POLICY)
-    long = long_mask(extra)
-    prose = [text for text, is_long in zip(extra.texts, long, strict=True) if is_long]
-    prose_groups = [group for group, is_long in zip(extra.groups, long, strict=True) if is_long]
-    train = with_planted_copies(train, datasets, POLICY, "train", prose=prose)
-    train = with_sentences(train)
-    attacks = int((np.asarray(train.labels) == 1)[own_mask(train)].sum())
-    train = with_carriers_alone(
-        train, prose, prose_groups, attacks, payloads=HARMLESS_PAYLOAD_SHARE, whole=False
-    )
-    train = joined(train, extra)
+    train = recipe_corpus(datasets, POLICY)
     windows, owner = explode(train.texts, WINDOW, OVERLAP, added_only=True)
     known = known_windows(windows, owner, train)
     labels = np.asarray(train.labels, dtype=np.int8)
