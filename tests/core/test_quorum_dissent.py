@@ -120,12 +120,17 @@ def test_shipped_malicious_package_policy_reviews_a_confident_lexical_minority()
     assert decide_quorum(CLEAN, semantic, 2, names, package.quorum.dissent)[0] == "allow"
 
 
-def test_shipped_prompt_injection_policy_reviews_only_a_very_confident_lexical_minority():
+def test_shipped_prompt_injection_policy_reviews_only_a_very_confident_minority():
     """Under the shipped prompt-injection policy an outvoted lexical vote goes to review at 0.9995,
-    not at 0.995; a semantic one never does."""
+    not at 0.995; an outvoted semantic vote (the reader's) at 0.99999, not at 0.9999."""
     injection = load_policy("prompt-injection")
     names = [d.name for d in injection.quorum.detectors]
     assert decide_quorum(CLEAN, split(0.9995), 2, names, injection.quorum.dissent)[0] == "review"
     assert decide_quorum(CLEAN, split(0.995), 2, names, injection.quorum.dissent)[0] == "allow"
-    semantic = [vote("rules", "harmless"), vote("lexical", "harmless"), vote("semantic", "harmful", 0.99999)]
-    assert decide_quorum(CLEAN, semantic, 2, names, injection.quorum.dissent)[0] == "allow"
+    for score, decision in ((0.99999, "review"), (0.9999, "allow")):
+        semantic = [
+            vote("rules", "harmless"),
+            vote("lexical", "harmless"),
+            vote("semantic", "harmful", score),
+        ]
+        assert decide_quorum(CLEAN, semantic, 2, names, injection.quorum.dissent)[0] == decision

@@ -114,13 +114,18 @@ def test_derived_policy_restricts_quorum(run, policy, data):
 
 
 @pytest.mark.parametrize(
-    ("names", "dissent"), [("lexical,semantic", {"lexical": 0.999}), ("rules,semantic", {})]
+    ("names", "dissent"),
+    [
+        ("lexical,semantic", {"lexical": 0.999, "semantic": 0.99998}),
+        ("rules,semantic", {"semantic": 0.99998}),
+        ("rules,lexical", {"lexical": 0.999}),
+    ],
 )
 def test_derived_policy_keeps_the_dissent_of_its_detectors(tmp_path, names, dissent):
     """A subset of the shipped quorum reads votes as the gate does: a kept detector keeps its
     dissent (a confident lone harmful vote goes to review), a dropped one takes its dissent along."""
     shipped = load_policy("prompt-injection")
-    assert shipped.quorum.dissent == {"lexical": 0.999}
+    assert shipped.quorum.dissent == {"lexical": 0.999, "semantic": 0.99998}
     derived = resolve_setup(names, "prompt-injection", tmp_path).policy
     assert [d.name for d in derived.quorum.detectors] == names.split(",")
     assert derived.quorum.dissent == dissent
