@@ -216,14 +216,20 @@ def scored_answer(
         return _reread(best, reader, threshold, coverage)
     top: list[ScoredWindow] = []
     for _, _, name, view, span, logit, _ in best[:TOP_WINDOWS]:
-        raw = raw_span(view, *span)  # a window of a diff's added lines: where it lies in the raw diff
-        place, (start, end) = (RAW, raw) if raw else (name, span)
+        place, (start, end) = _place(name, view, span)
         with np.errstate(over="ignore"):  # a model without a null: a far-off window's score is 0.0
             score = best_window_score(model, logit, count, reference_windows)
         top.append(ScoredWindow(view=place, start=start, end=end, logit=float(logit), score=score))
     score = top[0].score if top else 0.0
     verdict: Verdict = "harmful" if score >= threshold else "harmless"
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
+
+
+def _place(name: str, view: View, span: tuple[int, int]) -> tuple[str, tuple[int, int]]:
+    """Where a vote names a window: a window of a diff's added lines by where it lies in the raw
+    diff (so the quorum compares it with the rules' spans), any other by its view and offsets."""
+    raw = raw_span(view, *span)
+    return (RAW, raw) if raw else (name, span)
 
 
 def _reread(best: list[Ranked], reader: Reader, threshold: float, coverage: Coverage) -> Answer:
@@ -236,8 +242,7 @@ def _reread(best: list[Ranked], reader: Reader, threshold: float, coverage: Cove
     top: list[ScoredWindow] = []
     for i in np.argsort(-logits, kind="stable")[:TOP_WINDOWS].tolist():
         _, _, name, view, span, _, _ = chosen[i]
-        raw = raw_span(view, *span)
-        place, (start, end) = (RAW, raw) if raw else (name, span)
+        place, (start, end) = _place(name, view, span)
         logit = float(logits[i])
         top.append(ScoredWindow(view=place, start=start, end=end, logit=logit, score=expit(logit)))
     score = top[0].score if top else 0.0
