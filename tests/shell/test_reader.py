@@ -1,16 +1,20 @@
 """The reader: a fine-tuned MiniLM that re-reads the semantic head's best windows and votes.
 
-Its forward pass is numpy over int8 rows widened at load; these tests hold it to the torch model
-it is exported from (where torch is installed), hold the cascade to what it promises (which
+Its layers run in onnxruntime as integer products; these tests hold it to the torch model it is
+exported from (where torch is installed), hold the cascade to what it promises (which
 windows are read, what a vote names, full coverage), and hold the shipped reader to what it is
 for: an order to the reading agent scores above its cut, text about such orders below it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import io
+import multiprocessing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,7 +23,14 @@ from policies.loader import ABSENT, load_policy, named_models
 from worker.core.detector import Artifact
 from worker.core.errors import ConfigError
 from worker.detectors.local.lexical import LexicalDetector
-from worker.detectors.local.reader import TOKENIZER, TOKENIZER_DIR, Reader, load_reader
+from worker.detectors.local.reader import (
+    TOKENIZER,
+    TOKENIZER_DIR,
+    Reader,
+    encoder_graph,
+    load_reader,
+    reader_files,
+)
 from worker.detectors.local.semantic import SemanticDetector
 from worker.detectors.local.windows import models_dir, scored_answer
 
@@ -33,9 +44,9 @@ def artifact(data: bytes) -> Artifact:
 # -- the forward pass ------------------------------------------------------------------------
 
 
-def test_numpy_reader_equals_the_torch_model_it_was_exported_from(tmp_path: Path) -> None:
+def test_the_reader_equals_the_torch_model_it_was_exported_from(tmp_path: Path) -> None:
     """A small random BERT with its head, exported as training exports it, scores a padded batch
-    in numpy as torch scores each window alone (int8 rows: within a few hundredths)."""
+    as torch scores each window alone (integer products: within a few hundredths)."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     from worker.training.reader import export
@@ -56,13 +67,53 @@ def test_numpy_reader_equals_the_torch_model_it_was_exported_from(tmp_path: Path
     mask = np.zeros((3, 42), dtype=np.float32)
     for i, row in enumerate(rows):
         tokens[i, : len(row)], mask[i, : len(row)] = row, 1.0
-    got = reader._forward(tokens, mask)
+    got = reader.forward(tokens, mask)
     with torch.no_grad():
         want = [
             float(head(bert(input_ids=torch.tensor([row])).last_hidden_state.mean(1))[0, 0]) for row in rows
         ]
     assert np.allclose(got, np.array(want) - 0.5, atol=0.05), (got, want)  # the cut moved to logit 0
     assert (reader.threshold, reader.floor, reader.count, reader.heads) == (0.0, -1.0, 3, 4)
+
+
+def test_the_integer_layers_agree_with_their_float32_reference() -> None:
+    """The shipped integer layers and the same layers in float32 put the shipped reader's test
+    texts on the same side of the cut, within half a logit; a window's logit is the same read
+    alone or padded in a batch beside others (each token is quantized with its own scale)."""
+    shipped = load_reader("prompt-injection")
+    with np.load(io.BytesIO(reader_files("prompt-injection")[0].read_bytes())) as archive:
+        wide = dataclasses.replace(shipped, encoder=encoder_graph(archive, integer=False), _sessions={})
+    texts = ORDERS + ABOUT_ORDERS
+    narrow, reference = shipped.logits(texts), wide.logits(texts)
+    assert np.abs(narrow - reference).max() < 0.5, (narrow, reference)
+    assert ((narrow >= shipped.threshold) == (reference >= shipped.threshold)).all()
+    ids = shipped.token_ids(texts[:3])
+    tokens = np.zeros((3, max(map(len, ids))), dtype=np.int64)
+    mask = np.zeros(tokens.shape, dtype=np.float32)
+    for i, row in enumerate(ids):
+        tokens[i, : len(row)], mask[i, : len(row)] = row, 1.0
+    assert np.allclose(shipped.forward(tokens, mask), narrow[:3], atol=1e-4)
+
+
+def _logit_in_child(reader: Reader, text: str, out: Any) -> None:
+    out.put((float(reader.logits([text])[0]), id(reader._session())))
+
+
+def test_a_forked_worker_process_reads_with_a_session_of_its_own() -> None:
+    """The prefork pool forks after the preload has used the reader: the child makes its own
+    onnxruntime session (none is shared across a fork) and reads as the parent does."""
+    shipped = load_reader("prompt-injection")
+    text = ORDERS[0]
+    here = float(shipped.logits([text])[0])
+    context = multiprocessing.get_context("fork")
+    out = context.Queue()
+    child = context.Process(target=_logit_in_child, args=(shipped, text, out))
+    child.start()
+    there, session = out.get(timeout=60)
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert there == pytest.approx(here, abs=1e-5)
+    assert session != id(shipped._session())
 
 
 # -- the cascade ---------------------------------------------------------------------------

@@ -3,22 +3,27 @@
 The static embedding head (:mod:`worker.detectors.local.semantic`) reads every window cheaply
 and ranks them well, but its absolute score drifts with the text around a passage: who asks
 whom to do what is lost in pooled or convolved token vectors. A transformer reads that, at
-tens of milliseconds per window on a CPU core. So the semantic detector with ``reader: N``
-scores every window with its head as before, then this model reads the N best windows, and
-its best logit against its own threshold is the vote.
+tens of milliseconds per window on a CPU core. So the semantic detector with ``reader: true``
+scores every window with its head as before, then this model reads the head's best windows,
+and its best logit against its own threshold is the vote.
 
 The artifact (``worker/weights/<policy>/reader.npz``, with the MiniLM tokenizer in
 ``worker/weights/minilm-reader/``) holds all-MiniLM-L6-v2's six layers fine-tuned on the
-policy's windows (``worker/training/reader.py``, on a GPU), mean pooling and a linear head.
-Large matrices are stored as int8 with one scale per output row and widened to float32 when
-loaded; the forward pass is plain numpy. Nothing here runs unless a policy asks for a reader.
+policy's windows (``worker/training/reader.py``, on a GPU), mean pooling and a linear head,
+its large matrices as int8 rows with one scale each. The embedding and the pooling are numpy;
+the six layers run in onnxruntime as integer matrix products (see :func:`encoder_graph`), 2.4x
+faster on a CPU core than the same layers in float32 BLAS. Nothing here runs unless a policy
+asks for a reader.
 """
 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+import os
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -30,13 +35,7 @@ TOKENIZER_DIR = "minilm-reader"
 TOKENIZER = "tokenizer.json"
 MAX_TOKENS = 256  # what training read of a 512-byte window ([CLS] and [SEP] included)
 _EPS = 1e-12  # BERT's layer-norm epsilon
-
-
-def _gelu(x: np.ndarray) -> np.ndarray:
-    """GELU in its tanh form (within 1e-3 of the exact one the model was trained with)."""
-    inner = np.float32(0.7978845608) * (x + np.float32(0.044715) * x * x * x)
-    out: np.ndarray = np.float32(0.5) * x * (np.float32(1.0) + np.tanh(inner))
-    return out
+_DENSE = ("out", "up", "down")
 
 
 def _layer_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray) -> np.ndarray:
@@ -47,28 +46,125 @@ def _layer_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray) -> np.ndarray
     return out
 
 
-def widen(archive: dict[str, np.ndarray] | np.lib.npyio.NpzFile, name: str) -> np.ndarray:
-    """A matrix of the artifact as float32 ``(in, out)``: int8 rows times their scales, transposed."""
-    if f"{name}.q" in archive:
-        wide: np.ndarray = (
-            archive[f"{name}.q"].astype(np.float32) * archive[f"{name}.scale"][:, None]
-        ).T.copy()
-        return wide
-    return np.asarray(archive[name], dtype=np.float32)
+def _rows(archive: dict[str, np.ndarray] | np.lib.npyio.NpzFile, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A matrix of the artifact as stored: int8 rows ``(out, in)`` and one float32 scale per row."""
+    return archive[f"{name}.q"], archive[f"{name}.scale"].astype(np.float32)
 
 
-@dataclass(frozen=True)
-class Layer:
-    qkv: np.ndarray  # (hidden, 3 * hidden): query, key and value at once
-    qkv_bias: np.ndarray
-    out: np.ndarray
-    out_bias: np.ndarray
-    norm1: tuple[np.ndarray, np.ndarray]
-    up: np.ndarray
-    up_bias: np.ndarray
-    down: np.ndarray
-    down_bias: np.ndarray
-    norm2: tuple[np.ndarray, np.ndarray]
+def encoder_graph(archive: dict[str, np.ndarray] | np.lib.npyio.NpzFile, integer: bool = True) -> bytes:
+    """The artifact's encoder layers as a serialized ONNX model.
+
+    Inputs: ``x`` (tokens, hidden), the embedded and normed tokens of a padded batch row after
+    row; ``mask`` (batch, length), 1.0 for a token and 0.0 for padding. Output: ``y`` (tokens,
+    hidden), the last layer's states.
+
+    Each dense product is integer: the artifact's int8 rows as they are stored, times a token's
+    activations quantized to 8 bits with a scale of its own (its largest magnitude over 127), so
+    a window's logit does not depend on the windows read beside it. Against the same layers in
+    float32 on the reader's windows: 0.02 logit on average, 0.3 at most, no window across the cut
+    (``benchmarks/reader_cpu.py``). Attention, softmax, GELU and the layer norms stay float32.
+    ``integer=False`` builds the float32 layers: the reference.
+
+    onnxruntime multiplies unsigned activations by signed weights. With AVX-512 VNNI or AVX-VNNI
+    (this machine) the int32 sums are exact; on an older x86 CPU its kernel adds byte pairs in a
+    saturating 16-bit sum first, which onnxruntime's documentation says can, rarely, clip one.
+    """
+    from onnx import TensorProto, helper, numpy_helper
+
+    layers, heads = int(archive["layers"]), int(archive["heads"])
+    hidden = int(archive["embed_norm.gain"].shape[0])
+    width = hidden // heads
+    nodes: list[Any] = []
+    initializers: list[Any] = []
+
+    def constant(name: str, value: np.ndarray | np.generic) -> str:
+        initializers.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def op(kind: str, *inputs: str, **attributes: Any) -> str:
+        out = f"{kind}_{len(nodes)}"
+        nodes.append(helper.make_node(kind, list(inputs), [out], **attributes))
+        return out
+
+    last = constant("last_axis", np.array([-1], dtype=np.int64))
+    levels = constant("levels", np.float32(127.0))
+    eps = constant("eps", np.float32(1e-12))
+    middle = constant("middle", np.uint8(128))
+    unit = constant("unit", np.float32(1.0))
+
+    def dense(x: str, rows: np.ndarray, row_scale: np.ndarray, bias: np.ndarray, name: str) -> str:
+        """``x @ (rows * row_scale).T + bias``, with x's rows as uint8 around 128."""
+        if not integer:
+            wide = (rows.astype(np.float32) * row_scale[:, None]).T.copy()
+            return op("Add", op("MatMul", x, constant(name, wide)), constant(f"{name}.bias", bias))
+        peak = op("ReduceMax", op("Abs", x), last, keepdims=0)  # (tokens,)
+        scale = op("Add", op("Div", peak, levels), eps)
+        centre = op("Expand", middle, op("Shape", peak))
+        quantized = op("QuantizeLinear", x, scale, centre, axis=0)
+        products = op(  # the int32 sums times each output's weight scale, in one pass
+            "MatMulIntegerToFloat",
+            quantized,
+            constant(name, rows.T.copy()),
+            unit,
+            constant(f"{name}.scale", row_scale),
+            middle,
+            domain="com.microsoft",
+        )
+        return op("Add", op("Mul", products, op("Unsqueeze", scale, last)), constant(f"{name}.bias", bias))
+
+    def linear(x: str, name: str, rescale: float = 1.0) -> str:
+        rows, row_scale = _rows(archive, name)
+        return dense(x, rows, row_scale * rescale, archive[f"{name}.bias"].astype(np.float32) * rescale, name)
+
+    def norm(x: str, name: str) -> str:
+        gain = constant(f"{name}.gain", archive[f"{name}.gain"].astype(np.float32))
+        bias = constant(f"{name}.bias", archive[f"{name}.bias"].astype(np.float32))
+        return op("LayerNormalization", x, gain, bias, axis=-1, epsilon=_EPS)
+
+    # padding keys get a large negative score before the softmax, as BERT's extended mask does
+    one, big = constant("one", np.float32(1.0)), constant("big", np.float32(1e9))
+    blocked = op("Unsqueeze", op("Mul", op("Sub", "mask", one), big), constant("axes", np.array([1, 2])))
+    split = op("Concat", op("Shape", "mask"), constant("split", np.array([3, heads, width])), axis=0)
+    flat = constant("flat", np.array([-1, hidden]))
+    root, half = constant("root", np.float32(np.sqrt(2.0))), constant("half", np.float32(0.5))
+    x = "x"
+    for i in range(layers):
+        query, key, value = (_rows(archive, f"l{i}.{p}") for p in ("query", "key", "value"))
+        scale = np.float32(1.0 / np.sqrt(width))  # the attention's, folded into the query's scales
+        qkv = dense(
+            x,
+            np.concatenate([query[0], key[0], value[0]]),
+            np.concatenate([query[1] * scale, key[1], value[1]]),
+            np.concatenate([archive[f"l{i}.{p}.bias"].astype(np.float32) for p in ("query", "key", "value")])
+            * np.concatenate([np.full(hidden, scale), np.ones(2 * hidden)]).astype(np.float32),
+            f"l{i}.qkv",
+        )
+        heads_first = op("Transpose", op("Reshape", qkv, split), perm=[2, 0, 3, 1, 4])
+        q, k, v = (op("Gather", heads_first, constant(f"l{i}.{n}", np.int64(n)), axis=0) for n in range(3))
+        scores = op("Add", op("MatMul", q, op("Transpose", k, perm=[0, 1, 3, 2])), blocked)
+        attended = op("MatMul", op("Softmax", scores, axis=-1), v)
+        context = op("Reshape", op("Transpose", attended, perm=[0, 2, 1, 3]), flat)
+        x = norm(op("Add", x, linear(context, f"l{i}.out")), f"l{i}.norm1")
+        up = linear(x, f"l{i}.up")
+        # GELU as x * (erf(x / sqrt 2) + 1) * 0.5: the form onnxruntime fuses into one kernel
+        gelu = op("Mul", op("Mul", up, op("Add", op("Erf", op("Div", up, root)), one)), half)
+        x = norm(op("Add", x, linear(gelu, f"l{i}.down")), f"l{i}.norm2")
+    nodes.append(helper.make_node("Identity", [x], ["y"]))
+    graph = helper.make_graph(
+        nodes,
+        "reader",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["tokens", hidden]),
+            helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "length"]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["tokens", hidden])],
+        initializers,
+    )
+    opsets = [helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = 8  # onnxruntime 1.16 reads up to 9
+    serialized: bytes = model.SerializeToString()
+    return serialized
 
 
 @dataclass(frozen=True)
@@ -79,14 +175,16 @@ class Reader:
     word_scales: np.ndarray  # (vocab,)
     positions: np.ndarray  # (max positions, hidden) float32, token type 0 added
     embed_norm: tuple[np.ndarray, np.ndarray]
-    layers: tuple[Layer, ...]
-    heads: int
+    encoder: bytes  # the layers as an ONNX model (encoder_graph)
     head_weight: np.ndarray  # (hidden,)
     head_bias: float
     threshold: float  # the vote's cut on the best window's logit
     floor: float  # the ranking head's logit a window must reach to be read
     count: int  # how many of the head's best windows are read
     tokenizer: object  # tokenizers.Tokenizer
+    heads: int = 12
+    _sessions: dict[int, Any] = field(default_factory=dict, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def from_bytes(cls, artifact: bytes, tokenizer_json: bytes) -> Reader:
@@ -96,32 +194,6 @@ class Reader:
         tokenizer.no_padding()
         tokenizer.enable_truncation(MAX_TOKENS)
         with np.load(io.BytesIO(artifact)) as archive:
-            count = int(archive["layers"])
-            layers = tuple(
-                Layer(
-                    qkv=np.concatenate(
-                        [widen(archive, f"l{i}.{p}") for p in ("query", "key", "value")], axis=1
-                    ),
-                    qkv_bias=np.concatenate(
-                        [archive[f"l{i}.{p}.bias"] for p in ("query", "key", "value")]
-                    ).astype(np.float32),
-                    out=widen(archive, f"l{i}.out"),
-                    out_bias=archive[f"l{i}.out.bias"].astype(np.float32),
-                    norm1=(
-                        archive[f"l{i}.norm1.gain"].astype(np.float32),
-                        archive[f"l{i}.norm1.bias"].astype(np.float32),
-                    ),
-                    up=widen(archive, f"l{i}.up"),
-                    up_bias=archive[f"l{i}.up.bias"].astype(np.float32),
-                    down=widen(archive, f"l{i}.down"),
-                    down_bias=archive[f"l{i}.down.bias"].astype(np.float32),
-                    norm2=(
-                        archive[f"l{i}.norm2.gain"].astype(np.float32),
-                        archive[f"l{i}.norm2.bias"].astype(np.float32),
-                    ),
-                )
-                for i in range(count)
-            )
             return cls(
                 words=archive["words.q"],
                 word_scales=archive["words.scale"].astype(np.float32),
@@ -132,7 +204,7 @@ class Reader:
                     archive["embed_norm.gain"].astype(np.float32),
                     archive["embed_norm.bias"].astype(np.float32),
                 ),
-                layers=layers,
+                encoder=encoder_graph(archive),
                 heads=int(archive["heads"]),
                 head_weight=archive["head.weight"].astype(np.float32),
                 head_bias=float(archive["head.bias"]),
@@ -142,47 +214,49 @@ class Reader:
                 tokenizer=tokenizer,
             )
 
+    def _session(self) -> Any:
+        """This process's onnxruntime session: one thread, as a worker process holds one core.
+        Made on first use in each process, so a session loaded before the pool forks (preload)
+        is never used in a child."""
+        pid = os.getpid()
+        session = self._sessions.get(pid)
+        if session is None:
+            with self._lock:
+                session = self._sessions.get(pid)
+                if session is None:
+                    import onnxruntime
+
+                    options = onnxruntime.SessionOptions()
+                    options.intra_op_num_threads = 1
+                    options.inter_op_num_threads = 1
+                    options.log_severity_level = 3
+                    session = onnxruntime.InferenceSession(
+                        self.encoder, options, providers=["CPUExecutionProvider"]
+                    )
+                    self._sessions[pid] = session
+        return session
+
     def token_ids(self, texts: list[str]) -> list[list[int]]:
         return [encoding.ids for encoding in self.tokenizer.encode_batch(texts)]  # type: ignore[attr-defined]
 
     def logits(self, texts: list[str]) -> np.ndarray:
-        """One logit per text (a window), harmful above ``threshold``."""
-        if not texts:
-            return np.zeros(0, dtype=np.float32)
-        ids = self.token_ids(texts)
-        longest = max(len(row) for row in ids)
-        tokens = np.zeros((len(ids), longest), dtype=np.int64)
-        mask = np.zeros((len(ids), longest), dtype=np.float32)
-        for row, found in enumerate(ids):
-            tokens[row, : len(found)] = found
-            mask[row, : len(found)] = 1.0
-        return self._forward(tokens, mask)
+        """One logit per text (a window), harmful above ``threshold``. Each window is read as a
+        batch of its own: no padding to the longest (a tenth of a diff's tokens were padding),
+        and a window's logit is the same whatever is read beside it."""
+        logits = [
+            self.forward(np.array([ids], dtype=np.int64), np.ones((1, len(ids)), dtype=np.float32))
+            for ids in self.token_ids(texts)
+        ]
+        return np.concatenate(logits) if logits else np.zeros(0, dtype=np.float32)
 
-    def _forward(self, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def forward(self, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The logit of each row of a padded batch of token ids."""
         batch, length = tokens.shape
-        hidden = self.positions.shape[1]
-        width = hidden // self.heads
         x = self.words[tokens].astype(np.float32) * self.word_scales[tokens][..., None]
         x = _layer_norm(x + self.positions[:length], *self.embed_norm)
-        # padding keys get a large negative score before the softmax, as BERT's extended mask does
-        blocked = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
-        scale = np.float32(1.0 / np.sqrt(width))
-        x = x.reshape(batch * length, hidden)  # the dense layers as one matrix product each
-        for layer in self.layers:
-            qkv = x @ layer.qkv + layer.qkv_bias  # (batch * length, 3 * hidden)
-            qkv = qkv.reshape(batch, length, 3, self.heads, width).transpose(2, 0, 3, 1, 4)
-            query, key, value = qkv[0], qkv[1], qkv[2]  # (batch, heads, length, width)
-            scores = query @ key.transpose(0, 1, 3, 2) * scale + blocked
-            scores -= scores.max(-1, keepdims=True)
-            np.exp(scores, out=scores)
-            scores /= scores.sum(-1, keepdims=True)
-            context = (scores @ value).transpose(0, 2, 1, 3).reshape(batch * length, hidden)
-            x = _layer_norm(x + context @ layer.out + layer.out_bias, *layer.norm1)
-            x = _layer_norm(
-                x + _gelu(x @ layer.up + layer.up_bias) @ layer.down + layer.down_bias, *layer.norm2
-            )
-        x = x.reshape(batch, length, hidden)
-        pooled = (x * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
+        (states,) = self._session().run(None, {"x": x.reshape(batch * length, -1), "mask": mask})
+        states = states.reshape(batch, length, -1)
+        pooled = (states * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
         logits: np.ndarray = (pooled @ self.head_weight + self.head_bias).astype(np.float32)
         return logits
 
