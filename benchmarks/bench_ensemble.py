@@ -15,8 +15,9 @@ concatenating the HARMLESS malicious-package train diffs (cut at a line end), al
 distinct; plus up to ``--real`` real harmless diffs of 20-28 KB. Texts stay in
 memory (the dataset holds malware as text: nothing is written to disk here).
 
-Per process count (a ``spawn`` pool; every process loads and warms its models
-before the clock starts): artifacts/s, and p50/p95 ms per artifact of each stage.
+Per process count (a ``spawn`` pool; every process runs one BLAS thread as a worker's
+do, then loads and warms its models before the clock starts): artifacts/s, and p50/p95 ms
+per artifact of each stage.
 Target: >= 20 artifacts/s on 2 cores, i.e. a night of 50,000 diffs in < 1 hour.
 ``--embedded N`` also pushes N synthetic diffs through the full EmbeddedGate
 (intake, SQLite rows, eager Celery chord, quorum, routing) in one process.
@@ -70,10 +71,13 @@ def synthetic(diffs: list[bytes], count: int, size: int) -> list[bytes]:
 
 
 def _init(policy_id: str, names: tuple[str, ...], warm: list[bytes], barrier: Any) -> None:
-    """Per process: load the policy, build the detectors, and warm them (models load lazily)."""
+    """Per process: one BLAS thread as in a worker, load the policy, build the detectors, and
+    warm them (models load lazily)."""
     from policies import load_policy
     from worker.detectors import build_detector
+    from worker.tasks.preload import one_blas_thread
 
+    one_blas_thread()
     policy = load_policy(policy_id)
     specs = [s for s in policy.quorum.detectors if s.name in names]
     _STATE["policy"] = policy

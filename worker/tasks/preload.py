@@ -48,6 +48,26 @@ def on_worker_init(sender: Any = None, **_: Any) -> None:
     warm_imports()
 
 
+def one_blas_thread() -> None:
+    """One BLAS thread per process (numpy's matrix products: the models' heads). Called in the
+    worker's main process before the pool forks, so every child inherits it.
+
+    A worker runs a process per core, and the models' matrices are small. Unlimited, each
+    process ran a BLAS thread per core: two processes on two cores fought for them, and the
+    prompt-injection ensemble did 10.1 artifacts/s where one thread each does 17.7-18.0; one
+    process alone gained no wall time from its second thread (9.1/s against 9.8) and spent
+    twice the CPU (``benchmarks/bench_ensemble.py``). The reader's onnxruntime session has
+    one thread already."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1, user_api="blas")
+
+
+def on_worker_start(sender: Any = None, **_: Any) -> None:
+    """``worker_init`` receiver (main process, before the fork)."""
+    one_blas_thread()
+
+
 def warm_imports() -> None:
     """Import what each pool process's runtime needs (boto3 alone takes 1-2 s on a loaded host)
     before the fork: a detect task whose soft limit is its detectors' budget must not spend it
