@@ -11,8 +11,8 @@ The artifact (``worker/weights/<policy>/reader.npz``, with the MiniLM tokenizer 
 ``worker/weights/minilm-reader/``) holds all-MiniLM-L6-v2's six layers fine-tuned on the
 policy's windows (``worker/training/reader.py``, on a GPU), mean pooling and a linear head,
 its large matrices as int8 rows with one scale each. The embedding and the pooling are numpy;
-the six layers run in onnxruntime as integer matrix products (see :func:`encoder_graph`), 2.4x
-faster on a CPU core than the same layers in float32 BLAS. Nothing here runs unless a policy
+the six layers run in onnxruntime as integer matrix products (see :func:`encoder_graph`), at
+half the CPU of the same layers in float32. Nothing here runs unless a policy
 asks for a reader.
 """
 
@@ -35,7 +35,6 @@ TOKENIZER_DIR = "minilm-reader"
 TOKENIZER = "tokenizer.json"
 MAX_TOKENS = 256  # what training read of a 512-byte window ([CLS] and [SEP] included)
 _EPS = 1e-12  # BERT's layer-norm epsilon
-_DENSE = ("out", "up", "down")
 
 
 def _layer_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray) -> np.ndarray:
