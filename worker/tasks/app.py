@@ -54,15 +54,13 @@ def create_app(settings: Settings, eager: bool | None = None) -> Celery:
 
     enable(settings.compiled_cache_dir)  # before any rule set compiles (preload, first scan)
     if not eager:
-        from celery.signals import worker_init
+        from celery.signals import after_setup_logger, after_setup_task_logger, worker_init
 
         from worker.tasks.preload import on_worker_init, on_worker_start
 
         worker_init.connect(on_worker_start, weak=False, dispatch_uid="canary-blas-threads")
         if settings.preload:
             worker_init.connect(on_worker_init, weak=False, dispatch_uid="canary-preload")
-    if not eager:
-        from celery.signals import after_setup_logger, after_setup_task_logger
 
         after_setup_logger.connect(_json_lines, weak=False, dispatch_uid="canary-json-logs")
         after_setup_task_logger.connect(_json_lines, weak=False, dispatch_uid="canary-json-task-logs")
