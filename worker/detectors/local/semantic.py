@@ -123,6 +123,6 @@ class SemanticDetector(WindowedModelDetector):
         return load_model(policy.id, self.models_dir, policy)
 
     def load_reader(self, policy: HarmPolicy) -> Reader:
-        from worker.detectors.local.reader import load_reader  # numpy only, but 20 MB: loaded when asked
+        from worker.detectors.local.reader import load_reader  # onnxruntime and 23 MB: loaded when asked
 
         return load_reader(policy.id, self.models_dir, policy)
