@@ -5,7 +5,7 @@
 Windows: every fourth 512-byte window of ``--diffs`` harmless malicious-package train diffs cut
 to 24 KB, and the first 512 bytes of ``--attacks`` prompt-injection train attacks (a fixed
 sample). Both builds of :func:`worker.detectors.local.reader.encoder_graph` (the shipped integer
-one and its float32 reference, one onnxruntime thread each) score every window, one window per
+one, with the weights it takes on this CPU, and its float32 reference, one onnxruntime thread each) score every window, one window per
 call as the reader reads a diff's few. Printed: how far the logits differ, how many windows
 land on the other side of the cut (the target: at most 0.5 %, one window in 200), and CPU-ms per window for each build
 side by side. Train data only: no threshold is read from here.
@@ -22,7 +22,13 @@ import numpy as np
 from harness import arguments, harmless_texts, machine_line, read_records, split_path, target
 
 from policies.loader import load_policy
-from worker.detectors.local.reader import Reader, encoder_graph, load_reader, reader_files
+from worker.detectors.local.reader import (
+    Reader,
+    encoder_graph,
+    load_reader,
+    reader_files,
+    signed_products_exact,
+)
 
 WINDOW = 512
 
@@ -59,6 +65,10 @@ def main() -> None:
         reference = dataclasses.replace(shipped, encoder=encoder_graph(archive, integer=False), _sessions={})
     texts = windows(args.diffs, args.attacks)
     print(f"{machine_line()}; {len(texts)} windows ({args.attacks} of them train attacks)")
+    exact = signed_products_exact()
+    print(
+        f"integer weights: {'int8 (this CPU sums u8 x s8 exactly)' if exact else 'uint8 (u8 x s8 would saturate here)'}"
+    )
     wide, wide_ms = timed(reference, texts)
     narrow, narrow_ms = timed(shipped, texts)
     gap = np.abs(wide - narrow)

@@ -30,6 +30,7 @@ from worker.detectors.local.reader import (
     encoder_graph,
     load_reader,
     reader_files,
+    signed_products_exact,
 )
 from worker.detectors.local.semantic import SemanticDetector
 from worker.detectors.local.windows import models_dir, scored_answer
@@ -93,6 +94,24 @@ def test_the_integer_layers_agree_with_their_float32_reference() -> None:
     for i, row in enumerate(ids):
         tokens[i, : len(row)], mask[i, : len(row)] = row, 1.0
     assert np.allclose(shipped.forward(tokens, mask), narrow[:3], atol=1e-4)
+
+
+def test_the_integer_sums_do_not_depend_on_the_cpu() -> None:
+    """The weights go in signed only where the CPU's kernel sums them exactly: the shipped build
+    reads as the uint8-weight build (exact everywhere) does. And the probe answers for the kernel:
+    where it says the signed sums are exact, the signed build reads the same too; where it says
+    they are not (an x86 CPU with AVX2 only), those texts already read differently signed."""
+    shipped = load_reader("prompt-injection")
+    texts = ORDERS + ABOUT_ORDERS
+    with np.load(io.BytesIO(reader_files("prompt-injection")[0].read_bytes())) as archive:
+        builds = {
+            signed: dataclasses.replace(shipped, encoder=encoder_graph(archive, signed=signed), _sessions={})
+            for signed in (True, False)
+        }
+    unsigned = builds[False].logits(texts)
+    assert np.allclose(shipped.logits(texts), unsigned, atol=1e-4)
+    signed_equal = np.allclose(builds[True].logits(texts), unsigned, atol=1e-4)
+    assert signed_equal == signed_products_exact()
 
 
 def _logit_in_child(reader: Reader, text: str, out: Any) -> None:

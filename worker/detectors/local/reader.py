@@ -18,6 +18,7 @@ asks for a reader.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import threading
@@ -50,7 +51,9 @@ def _rows(archive: dict[str, np.ndarray] | np.lib.npyio.NpzFile, name: str) -> t
     return archive[f"{name}.q"], archive[f"{name}.scale"].astype(np.float32)
 
 
-def encoder_graph(archive: dict[str, np.ndarray] | np.lib.npyio.NpzFile, integer: bool = True) -> bytes:
+def encoder_graph(
+    archive: dict[str, np.ndarray] | np.lib.npyio.NpzFile, integer: bool = True, signed: bool | None = None
+) -> bytes:
     """The artifact's encoder layers as a serialized ONNX model.
 
     Inputs: ``x`` (tokens, hidden), the embedded and normed tokens of a padded batch row after
@@ -64,9 +67,12 @@ def encoder_graph(archive: dict[str, np.ndarray] | np.lib.npyio.NpzFile, integer
     (``benchmarks/reader_cpu.py``). Attention, softmax, GELU and the layer norms stay float32.
     ``integer=False`` builds the float32 layers: the reference.
 
-    onnxruntime multiplies unsigned activations by signed weights. With AVX-512 VNNI or AVX-VNNI
-    (this machine) the int32 sums are exact; on an older x86 CPU its kernel adds byte pairs in a
-    saturating 16-bit sum first, which onnxruntime's documentation says can, rarely, clip one.
+    The weights go in as stored (int8, ``signed``) where this CPU sums unsigned-by-signed byte
+    products exactly (:func:`signed_products_exact`: AVX-512 VNNI, AVX-VNNI), else shifted by 128
+    to uint8 with a zero point of 128, a kernel that is exact on every CPU: on an x86 CPU with
+    AVX2 only, onnxruntime's u8 x s8 kernel adds byte pairs in a saturating 16-bit sum, which
+    moved a logit by up to 2.6 (0.7 with uint8 weights, at 5 % more CPU; ``reader_cpu.py``).
+    Either way the int32 sums are the same, so the logits do not depend on the CPU.
     """
     from onnx import TensorProto, helper, numpy_helper
 
@@ -91,6 +97,9 @@ def encoder_graph(archive: dict[str, np.ndarray] | np.lib.npyio.NpzFile, integer
     middle = constant("middle", np.uint8(128))
     unit = constant("unit", np.float32(1.0))
 
+    if signed is None:
+        signed = signed_products_exact()
+
     def dense(x: str, rows: np.ndarray, row_scale: np.ndarray, bias: np.ndarray, name: str) -> str:
         """``x @ (rows * row_scale).T + bias``, with x's rows as uint8 around 128."""
         if not integer:
@@ -103,10 +112,11 @@ def encoder_graph(archive: dict[str, np.ndarray] | np.lib.npyio.NpzFile, integer
         products = op(  # the int32 sums times each output's weight scale, in one pass
             "MatMulIntegerToFloat",
             quantized,
-            constant(name, rows.T.copy()),
+            constant(name, rows.T.copy() if signed else (rows.T.astype(np.int16) + 128).astype(np.uint8)),
             unit,
             constant(f"{name}.scale", row_scale),
             middle,
+            *([] if signed else [middle]),  # the weights' zero point, when shifted to uint8
             domain="com.microsoft",
         )
         return op("Add", op("Mul", products, op("Unsqueeze", scale, last)), constant(f"{name}.bias", bias))
@@ -164,6 +174,48 @@ def encoder_graph(archive: dict[str, np.ndarray] | np.lib.npyio.NpzFile, integer
     model.ir_version = 8  # onnxruntime 1.16 reads up to 9
     serialized: bytes = model.SerializeToString()
     return serialized
+
+
+@functools.cache
+def signed_products_exact() -> bool:
+    """Whether this CPU's onnxruntime sums uint8 x int8 products exactly, asked of the kernel the
+    reader's layers use: byte pairs of 255 x -128 (a zero point of 128 subtracted after) add up
+    to -65,280, past what the 16-bit sum of an x86 CPU without VNNI holds, so there the answer
+    comes back clipped. Once per process (forked children inherit it: the CPU is the same)."""
+    import onnxruntime
+    from onnx import TensorProto, helper, numpy_helper
+
+    rows, depth, columns = 8, 384, 32
+    activations = np.full((rows, depth), 255, dtype=np.uint8)
+    weights = np.full((depth, columns), -128, dtype=np.int8)
+    constants = [
+        numpy_helper.from_array(weights, "w"),
+        numpy_helper.from_array(np.float32(1.0), "unit"),
+        numpy_helper.from_array(np.ones(columns, dtype=np.float32), "w_scale"),
+        numpy_helper.from_array(np.uint8(128), "middle"),
+    ]
+    node = helper.make_node(
+        "MatMulIntegerToFloat", ["a", "w", "unit", "w_scale", "middle"], ["y"], domain="com.microsoft"
+    )
+    graph = helper.make_graph(
+        [node],
+        "probe",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, [rows, depth])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, columns])],
+        constants,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)]
+    )
+    model.ir_version = 8
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3
+    session = onnxruntime.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    (got,) = session.run(None, {"a": activations})
+    return bool((got == np.float32((255 - 128) * -128 * depth)).all())
 
 
 @dataclass(frozen=True)
