@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from policies.loader import load_policy
 from worker.core.models import Coverage, ErrorKind, PrecheckResult, ScoredWindow, Vote
-from worker.core.policy import Quorum
+from worker.core.policy import Quorum, ShortDissent
 from worker.core.quorum import decide_quorum
 
 CLEAN = PrecheckResult(verdict="harmless")
@@ -20,6 +20,7 @@ def vote(
     score: float | None = None,
     error: ErrorKind | None = None,
     windows: tuple[ScoredWindow, ...] = (),
+    size: int = 10,
 ) -> Vote:
     return Vote(
         detector=name,
@@ -28,7 +29,7 @@ def vote(
         error=error,
         score=score,
         windows=windows,
-        coverage=Coverage(total_bytes=10, scanned_bytes=10),
+        coverage=Coverage(total_bytes=size, scanned_bytes=size),
     )
 
 
@@ -120,17 +121,92 @@ def test_shipped_malicious_package_policy_reviews_a_confident_lexical_minority()
     assert decide_quorum(CLEAN, semantic, 2, names, package.quorum.dissent)[0] == "allow"
 
 
+def lone_semantic(score: float, size: int) -> list[Vote]:
+    return [
+        vote("rules", "harmless", size=size),
+        vote("lexical", "harmless", size=size),
+        vote("semantic", "harmful", score, size=size),
+    ]
+
+
+SHORT = ShortDissent(up_to_bytes=1000, scores={"semantic": 0.999})
+
+
+def test_a_short_text_has_a_lower_dissent_bar():
+    """Up to ``up_to_bytes`` the short score applies to the detectors it names: a lone semantic vote
+    at 0.9995 on 1,000 bytes goes to review, the same vote on 1,001 bytes is outvoted (the long
+    bar, 0.99998, applies), and says which bar it met."""
+    dissent = {"semantic": 0.99998}
+    decision, reason = decide_quorum(CLEAN, lone_semantic(0.9995, 1000), 2, NAMES, dissent, None, SHORT)
+    assert decision == "review" and "texts up to 1000 bytes" in reason
+    assert decide_quorum(CLEAN, lone_semantic(0.9995, 1001), 2, NAMES, dissent, None, SHORT)[0] == "allow"
+    assert decide_quorum(CLEAN, lone_semantic(0.99999, 1001), 2, NAMES, dissent, None, SHORT)[0] == "review"
+    assert decide_quorum(CLEAN, lone_semantic(0.99, 1000), 2, NAMES, dissent, None, SHORT)[0] == "allow"
+
+
+def test_a_detector_the_short_scores_do_not_name_keeps_its_dissent():
+    """The short scores replace only the scores of the detectors they name: a lexical vote on a
+    short text needs the lexical dissent score, and with none it never dissents."""
+    assert decide_quorum(CLEAN, split(0.9995), 2, NAMES, {"lexical": 0.999}, None, SHORT)[0] == "review"
+    assert decide_quorum(CLEAN, split(0.9995), 2, NAMES, {}, None, SHORT)[0] == "allow"
+
+
+def test_policy_short_dissent_is_checked_as_dissent_is():
+    """A short dissent score for a detector the quorum lacks, or one that records no score, is refused."""
+    with pytest.raises(ValidationError, match=r"quorum.dissent_short names 'semantic'"):
+        Quorum(detectors=detectors("rules", "lexical"), dissent_short=SHORT)
+    with pytest.raises(ValidationError, match="records no score"):
+        Quorum(
+            detectors=detectors("rules", "openai"),
+            required=1,
+            dissent_short=ShortDissent(up_to_bytes=10, scores={"openai": 0.9}),
+        )
+
+
 def test_shipped_prompt_injection_policy_reviews_only_a_very_confident_minority():
     """Under the shipped prompt-injection policy an outvoted lexical vote goes to review at 0.9995,
-    not at 0.995; an outvoted semantic vote (the reader's) at 0.99999, not at 0.9999."""
+    not at 0.995; an outvoted semantic vote (the reader's) on a text over 16 KB at 0.99999, not at
+    0.9999, and on a text of up to 16 KB from 0.999."""
     injection = load_policy("prompt-injection")
-    names = [d.name for d in injection.quorum.detectors]
-    assert decide_quorum(CLEAN, split(0.9995), 2, names, injection.quorum.dissent)[0] == "review"
-    assert decide_quorum(CLEAN, split(0.995), 2, names, injection.quorum.dissent)[0] == "allow"
-    for score, decision in ((0.99999, "review"), (0.9999, "allow")):
-        semantic = [
-            vote("rules", "harmless"),
-            vote("lexical", "harmless"),
-            vote("semantic", "harmful", score),
-        ]
-        assert decide_quorum(CLEAN, semantic, 2, names, injection.quorum.dissent)[0] == decision
+    quorum = injection.quorum
+    names = [d.name for d in quorum.detectors]
+    assert decide_quorum(CLEAN, split(0.9995), 2, names, quorum.dissent)[0] == "review"
+    assert decide_quorum(CLEAN, split(0.995), 2, names, quorum.dissent)[0] == "allow"
+    for score, size, decision in (
+        (0.99999, 16385, "review"),
+        (0.9999, 16385, "allow"),
+        (0.9995, 16384, "review"),
+        (0.998, 16384, "allow"),
+    ):
+        votes = lone_semantic(score, size)
+        got = decide_quorum(CLEAN, votes, 2, names, quorum.dissent, None, quorum.dissent_short)[0]
+        assert got == decision, (score, size)
+
+
+def test_the_gate_decides_with_the_policy_short_dissent():
+    """The gate's decide step (``judge``) hands the policy's short scores to the quorum: a lone
+    reader vote at 0.9995 sends a 16 KB text to review and is outvoted on one byte more."""
+    from datetime import timedelta
+
+    from worker.adapters.db.tables import Gate, utcnow
+    from worker.pipeline.steps import Pending, judge
+
+    policy = load_policy("prompt-injection")
+
+    class Resolver:
+        def resolve(self, ref: str, sha256: str) -> object:
+            return policy
+
+    for size, decision in ((16384, "review"), (16385, "allow")):
+        gate = Gate(
+            sha256="0" * 64,
+            object_key="sha256/00/0",
+            size=size,
+            policy_ref=policy.id,
+            policy_id=policy.id,
+            policy_version=policy.version,
+            policy_sha256=policy.sha256,
+            deadline=utcnow() + timedelta(minutes=5),
+        )
+        report = judge(gate, Pending(CLEAN, lone_semantic(0.9995, size)), Resolver())  # type: ignore[arg-type]
+        assert report.decision == decision, size

@@ -130,6 +130,11 @@ def test_derived_policy_keeps_the_dissent_of_its_detectors(tmp_path, names, diss
     assert [d.name for d in derived.quorum.detectors] == names.split(",")
     assert derived.quorum.dissent == dissent
     assert derived.quorum.colocate_bytes == shipped.quorum.colocate_bytes
+    short = derived.quorum.dissent_short
+    if "semantic" in names:
+        assert short == shipped.quorum.dissent_short
+    else:
+        assert short is None
 
 
 def test_other_policy_file_as_a_setup(run, policy, data, fixture_policy, tmp_path):

@@ -73,13 +73,23 @@ class DetectorSpec(_Strict):
 SCORED_KINDS = frozenset({"rules", "lexical", "semantic"})
 
 
+class ShortDissent(_Strict):
+    """Dissent scores for texts of at most ``up_to_bytes``, in place of ``Quorum.dissent``'s for
+    the detectors named. A model's best window is the best of more windows in a longer text, so
+    its false alarms, and what a confident lone vote costs in reviews, grow with length."""
+
+    up_to_bytes: int = Field(ge=1)
+    scores: dict[str, float]
+
+
 class Quorum(_Strict):
     """``required`` valid votes of ``detectors`` decide.
 
     ``dissent`` maps a detector name to a score: when that detector votes harmful with at
     least that score but the others outvote it, the item goes to review instead of being
     allowed. Each detector's score is its own scale (rules: summed rule weights; lexical and
-    semantic: a probability), so each gets its own threshold.
+    semantic: a probability), so each gets its own threshold. ``dissent_short`` sets other
+    scores for texts up to a length (the dissenting vote's coverage: the bytes it read).
 
     ``colocate_bytes``: harmful votes add up only where they point at one passage (places at
     most that many bytes apart); None, the default: anywhere in the artifact
@@ -89,6 +99,7 @@ class Quorum(_Strict):
     detectors: tuple[DetectorSpec, ...]
     required: int = Field(default=2, ge=1)
     dissent: dict[str, float] = Field(default_factory=dict)
+    dissent_short: ShortDissent | None = None
     colocate_bytes: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
@@ -99,13 +110,15 @@ class Quorum(_Strict):
         if self.required > len(self.detectors):
             raise ValueError("quorum.required exceeds the number of detectors")
         kinds = {d.name: d.kind for d in self.detectors}
-        for name, score in self.dissent.items():
-            if name not in kinds:
-                raise ValueError(f"quorum.dissent names {name!r}, which is not a detector of the quorum")
-            if kinds[name] not in SCORED_KINDS:
-                raise ValueError(f"quorum.dissent: detector {name!r} ({kinds[name]}) records no score")
-            if score <= 0:
-                raise ValueError(f"quorum.dissent: the score for {name!r} must be positive")
+        short = self.dissent_short.scores if self.dissent_short else {}
+        for field, scores in (("dissent", self.dissent), ("dissent_short", short)):
+            for name, score in scores.items():
+                if name not in kinds:
+                    raise ValueError(f"quorum.{field} names {name!r}, which is not a detector of the quorum")
+                if kinds[name] not in SCORED_KINDS:
+                    raise ValueError(f"quorum.{field}: detector {name!r} ({kinds[name]}) records no score")
+                if score <= 0:
+                    raise ValueError(f"quorum.{field}: the score for {name!r} must be positive")
         return self
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from worker.core.models import Decision, PrecheckResult, Vote
+from worker.core.policy import ShortDissent
 
 
 def decide_quorum(
@@ -28,6 +29,7 @@ def decide_quorum(
     expected: Sequence[str] = (),
     dissent: Mapping[str, float] | None = None,
     colocate: int | None = None,
+    dissent_short: ShortDissent | None = None,
 ) -> tuple[Decision, str]:
     """Apply the gate's decision rule.
 
@@ -44,7 +46,8 @@ def decide_quorum(
     ``dissent`` (detector name -> score): a valid harmful vote of a named detector
     whose score reaches its value turns an ``allow`` into ``review`` (a confident
     minority is not overruled). A vote without a score (LLM detectors answer only
-    the strict protocol) never dissents.
+    the strict protocol) never dissents. ``dissent_short`` gives other scores for a vote on a
+    text of at most ``up_to_bytes`` (its coverage's total).
 
     ``colocate`` (bytes): the harmful votes count together only if they point at one passage,
     places no more than that many bytes apart (see the module docstring). Harmful votes that
@@ -86,25 +89,36 @@ def decide_quorum(
     if harmful >= required:
         return "quarantine", f"quorum harmful ({tally}; need {required})"
     if harmless >= required:
-        dissenter = _dissenter(votes, seen, dissent or {})
+        dissenter = _dissenter(votes, seen, dissent or {}, dissent_short)
         if dissenter is not None:
             return "review", f"dissent: {dissenter} lost the quorum ({tally}; need {required})"
         return "allow", f"quorum harmless ({tally}; need {required})"
     return "review", f"no quorum ({tally}; need {required})"
 
 
-def _dissenter(votes: Sequence[Vote], counted: set[str], dissent: Mapping[str, float]) -> str | None:
+def _dissenter(
+    votes: Sequence[Vote], counted: set[str], dissent: Mapping[str, float], short: ShortDissent | None = None
+) -> str | None:
     """``name harmful at score >= min`` for the first counted harmful vote confident enough."""
     done: set[str] = set()
     for vote in votes:
         if vote.detector in done or vote.detector not in counted:
             continue
         done.add(vote.detector)
-        least = dissent.get(vote.detector)
-        if least is None or not vote.valid or vote.verdict != "harmful" or vote.score is None:
+        if not vote.valid or vote.verdict != "harmful" or vote.score is None or vote.coverage is None:
+            continue
+        size = vote.coverage.total_bytes
+        within = short is not None and size <= short.up_to_bytes and vote.detector in short.scores
+        least = short.scores[vote.detector] if short is not None and within else dissent.get(vote.detector)
+        if least is None:
             continue
         if vote.score >= least:
-            return f"{vote.detector} harmful at {vote.score:.4g} >= {least:g}"
+            bar = (
+                f"{least:g} (texts up to {short.up_to_bytes} bytes)"
+                if short is not None and within
+                else f"{least:g}"
+            )
+            return f"{vote.detector} harmful at {vote.score:.4g} >= {bar}"
     return None
 
 

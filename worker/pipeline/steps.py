@@ -29,6 +29,7 @@ from worker.adapters.storage import sha256_hex
 from worker.core.detector import Artifact, cast_vote, error_vote
 from worker.core.errors import CanaryError, DatabaseUnavailableError, DetectorError, StorageError
 from worker.core.models import Coverage, Decision, ErrorKind, PolicyRef, PrecheckResult, Report, Timings, Vote
+from worker.core.policy import ShortDissent
 from worker.core.quorum import decide_quorum
 from worker.detectors import detector_for
 from worker.pipeline.ref import GateRef
@@ -293,18 +294,22 @@ def judge(gate: Gate, item: Pending, policies: PolicyResolver) -> Report:
     """One gate's decision and report under its own policy's quorum (fail closed)."""
     reason_override = item.reason_override
     dissent: dict[str, float] = {}
+    short: ShortDissent | None = None
     colocate: int | None = None
     try:
         policy = policies.resolve(gate.policy_ref, gate.policy_sha256)
         required, expected = policy.quorum.required, [d.name for d in policy.quorum.detectors]
         dissent, colocate = policy.quorum.dissent, policy.quorum.colocate_bytes
+        short = policy.quorum.dissent_short
     except PolicyError as exc:
         required, expected, reason_override = 1, ["?"], str(exc)
     decision: Decision
     if reason_override:
         decision, reason = "review", reason_override
     else:
-        decision, reason = decide_quorum(item.precheck, item.votes, required, expected, dissent, colocate)
+        decision, reason = decide_quorum(
+            item.precheck, item.votes, required, expected, dissent, colocate, dissent_short=short
+        )
     if item.note:
         reason = f"{reason}; {item.note}"
     return build_report(gate, decision, reason, item.precheck, item.votes, item.precheck_ms)
