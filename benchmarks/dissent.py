@@ -2,6 +2,7 @@
 
     python benchmarks/dissent.py votes --split train dev [--policy ID] [--releases LIST] --out FILE
     python benchmarks/dissent.py table FILE [--dissent rules=0.8 lexical=0.99 ...]
+                                            [--short-bytes 16384 --short-dissent semantic=0.999]
 
 ``votes`` runs each policy's pre-check and its local detectors on every labelled record
 (and, with ``--releases``, on the cached real-release diffs of ``benchmarks/real_releases.py``,
@@ -10,7 +11,9 @@ split, pre-check verdict, each detector's verdict, score and places (the windows
 as offsets), and the policy's ``colocate_bytes``. Nothing of the text is written. ``table`` replays the quorum (:func:`worker.core.quorum.decide_quorum`, the gate's
 own rule) over those votes: for each detector, the split votes it loses, and for candidate
 dissent thresholds how many harmless items would go to review (the cost) and how many
-allowed attacks would (the gain). Choose thresholds on train; report dev and releases.
+allowed attacks would (the gain); with ``--short-bytes``, ``--short-dissent`` replaces those scores
+for items of at most that many bytes (the policy's ``quorum.dissent_short``). Choose thresholds
+on train and the real releases (a benign corpus no model trained on); report dev.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from policies.loader import load_policy  # noqa: E402
 from worker.core.detector import Artifact, cast_vote  # noqa: E402
 from worker.core.models import ScoredWindow, Vote  # noqa: E402
+from worker.core.policy import ShortDissent  # noqa: E402
 from worker.core.precheck import run_precheck  # noqa: E402
 from worker.core.quorum import decide_quorum  # noqa: E402
 from worker.detectors import detector_for  # noqa: E402
@@ -63,7 +67,12 @@ def votes_command(args: argparse.Namespace) -> None:
                 items.extend(releases(Path(listing)))
             for split, label, data in items:
                 artifact = Artifact(sha256=hashlib.sha256(data).hexdigest(), data=data)
-                row: dict[str, Any] = {"policy": policy_id, "split": split, "label": label}
+                row: dict[str, Any] = {
+                    "policy": policy_id,
+                    "split": split,
+                    "label": label,
+                    "bytes": len(data),
+                }
                 row["colocate"] = policy.quorum.colocate_bytes
                 row["precheck"] = run_precheck(data, policy).verdict
                 row["votes"] = []
@@ -82,7 +91,9 @@ def votes_command(args: argparse.Namespace) -> None:
                 out.write(json.dumps(row) + "\n")
 
 
-def replay(row: dict[str, Any], dissent: dict[str, float], required: int = 2) -> str:
+def replay(
+    row: dict[str, Any], dissent: dict[str, float], required: int = 2, short: ShortDissent | None = None
+) -> str:
     from worker.core.models import Coverage, PrecheckResult
 
     precheck = PrecheckResult(verdict=row["precheck"])
@@ -92,7 +103,7 @@ def replay(row: dict[str, Any], dissent: dict[str, float], required: int = 2) ->
             backend="x",
             verdict=v["verdict"],
             score=v["score"],
-            coverage=Coverage.full(1),
+            coverage=Coverage.full(int(row.get("bytes", 1))),
             windows=tuple(
                 ScoredWindow(view=view, start=start, end=end, logit=0.0, score=0.0)
                 for view, start, end in v.get("places", ())
@@ -101,16 +112,20 @@ def replay(row: dict[str, Any], dissent: dict[str, float], required: int = 2) ->
         for v in row["votes"]
     ]
     names = [v.detector for v in votes]
-    return decide_quorum(precheck, votes, required, names, dissent, row.get("colocate"))[0]
+    return decide_quorum(precheck, votes, required, names, dissent, row.get("colocate"), short)[0]
 
 
 def table_command(args: argparse.Namespace) -> None:
     rows = [json.loads(line) for line in Path(args.file).read_text().splitlines()]
     dissent = {k: float(v) for k, v in (pair.split("=") for pair in args.dissent or ())}
+    scores = {k: float(v) for k, v in (pair.split("=") for pair in args.short_dissent or ())}
+    short = ShortDissent(up_to_bytes=args.short_bytes, scores=scores) if args.short_bytes and scores else None
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault((row["policy"], row["split"]), []).append(row)
     print(f"dissent: {dissent or 'off'}  (blocked = quarantine or review, as canary eval counts it)")
+    if short is not None:
+        print(f"up to {short.up_to_bytes} bytes: {short.scores}")
     head = (
         "policy",
         "split",
@@ -128,9 +143,9 @@ def table_command(args: argparse.Namespace) -> None:
         harmful = [r for r in group if r["label"] == "harmful"]
         blocked = sum(replay(r, {}) != "allow" for r in harmless)
         early = sum(r["precheck"] == "harmful" for r in harmless)
-        cost = sum(replay(r, {}) == "allow" and replay(r, dissent) == "review" for r in harmless)
+        cost = sum(replay(r, {}) == "allow" and replay(r, dissent, 2, short) == "review" for r in harmless)
         allowed = sum(replay(r, {}) == "allow" for r in harmful)
-        gain = sum(replay(r, {}) == "allow" and replay(r, dissent) == "review" for r in harmful)
+        gain = sum(replay(r, {}) == "allow" and replay(r, dissent, 2, short) == "review" for r in harmful)
         row = (policy, split, len(harmless), blocked, early, cost, len(harmful), allowed, gain)
         print("{:18} {:22} {:8d} {:8d} {:9d} {:9d} {:8d} {:8d} {:9d}".format(*row))
     if args.lost:
@@ -161,6 +176,8 @@ def main() -> None:
     table = sub.add_parser("table")
     table.add_argument("file")
     table.add_argument("--dissent", nargs="*", help="detector=min_score pairs")
+    table.add_argument("--short-bytes", type=int, help="items up to this size take --short-dissent")
+    table.add_argument("--short-dissent", nargs="*", help="detector=min_score pairs for short items")
     table.add_argument("--lost", action="store_true", help="list the scores of losing harmful votes")
     args = parser.parse_args()
     (votes_command if args.command == "votes" else table_command)(args)
