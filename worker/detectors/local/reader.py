@@ -190,9 +190,9 @@ def signed_products_exact() -> bool:
     weights = np.full((depth, columns), -128, dtype=np.int8)
     constants = [
         numpy_helper.from_array(weights, "w"),
-        numpy_helper.from_array(np.float32(1.0), "unit"),
+        numpy_helper.from_array(np.asarray(1.0, dtype=np.float32), "unit"),
         numpy_helper.from_array(np.ones(columns, dtype=np.float32), "w_scale"),
-        numpy_helper.from_array(np.uint8(128), "middle"),
+        numpy_helper.from_array(np.asarray(128, dtype=np.uint8), "middle"),
     ]
     node = helper.make_node(
         "MatMulIntegerToFloat", ["a", "w", "unit", "w_scale", "middle"], ["y"], domain="com.microsoft"
