@@ -107,18 +107,16 @@ def _dissenter(
         done.add(vote.detector)
         if not vote.valid or vote.verdict != "harmful" or vote.score is None or vote.coverage is None:
             continue
-        size = vote.coverage.total_bytes
-        within = short is not None and size <= short.up_to_bytes and vote.detector in short.scores
-        least = short.scores[vote.detector] if short is not None and within else dissent.get(vote.detector)
-        if least is None:
+        scores = short.scores if short is not None and vote.coverage.total_bytes <= short.up_to_bytes else {}
+        least = scores.get(vote.detector, dissent.get(vote.detector))
+        if least is None or vote.score < least:
             continue
-        if vote.score >= least:
-            bar = (
-                f"{least:g} (texts up to {short.up_to_bytes} bytes)"
-                if short is not None and within
-                else f"{least:g}"
-            )
-            return f"{vote.detector} harmful at {vote.score:.4g} >= {bar}"
+        bar = (
+            f"{least:g} (texts up to {short.up_to_bytes} bytes)"
+            if short and vote.detector in scores
+            else f"{least:g}"
+        )
+        return f"{vote.detector} harmful at {vote.score:.4g} >= {bar}"
     return None
 
 

@@ -71,7 +71,7 @@ def encoder_graph(
     products exactly (:func:`signed_products_exact`: AVX-512 VNNI, AVX-VNNI), else shifted by 128
     to uint8 with a zero point of 128, a kernel that is exact on every CPU: on an x86 CPU with
     AVX2 only, onnxruntime's u8 x s8 kernel adds byte pairs in a saturating 16-bit sum, which
-    moved a logit by up to 2.6 (0.7 with uint8 weights, at 5 % more CPU; ``reader_cpu.py``).
+    moved a logit by up to 2.6 (0.7 with uint8 weights, at 14 % more CPU; ``reader_cpu.py``).
     Either way the int32 sums are the same, so the logits do not depend on the CPU.
     """
     from onnx import TensorProto, helper, numpy_helper
