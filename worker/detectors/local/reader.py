@@ -97,7 +97,7 @@ def encoder_graph(
     middle = constant("middle", np.uint8(128))
     unit = constant("unit", np.float32(1.0))
 
-    if signed is None:
+    if integer and signed is None:  # the float32 reference has no integer products to ask about
         signed = signed_products_exact()
 
     def dense(x: str, rows: np.ndarray, row_scale: np.ndarray, bias: np.ndarray, name: str) -> str:
@@ -169,11 +169,29 @@ def encoder_graph(
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["tokens", hidden])],
         initializers,
     )
+    return _serialized(graph)
+
+
+def _serialized(graph: Any) -> bytes:
+    """An ONNX graph of standard and ``com.microsoft`` ops as a model onnxruntime reads."""
+    from onnx import helper
+
     opsets = [helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)]
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 8  # onnxruntime 1.16 reads up to 9
     serialized: bytes = model.SerializeToString()
     return serialized
+
+
+def _one_thread_session(model: bytes) -> Any:
+    """An onnxruntime session on one thread, as a worker process holds one core."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
 @functools.cache
@@ -182,7 +200,6 @@ def signed_products_exact() -> bool:
     reader's layers use: byte pairs of 255 x -128 (a zero point of 128 subtracted after) add up
     to -65,280, past what the 16-bit sum of an x86 CPU without VNNI holds, so there the answer
     comes back clipped. Once per process (forked children inherit it: the CPU is the same)."""
-    import onnxruntime
     from onnx import TensorProto, helper, numpy_helper
 
     rows, depth, columns = 8, 384, 32
@@ -204,17 +221,7 @@ def signed_products_exact() -> bool:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, columns])],
         constants,
     )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)]
-    )
-    model.ir_version = 8
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
-    (got,) = session.run(None, {"a": activations})
+    (got,) = _one_thread_session(_serialized(graph)).run(None, {"a": activations})
     return bool((got == np.float32((255 - 128) * -128 * depth)).all())
 
 
@@ -275,15 +282,7 @@ class Reader:
             with self._lock:
                 session = self._sessions.get(pid)
                 if session is None:
-                    import onnxruntime
-
-                    options = onnxruntime.SessionOptions()
-                    options.intra_op_num_threads = 1
-                    options.inter_op_num_threads = 1
-                    options.log_severity_level = 3
-                    session = onnxruntime.InferenceSession(
-                        self.encoder, options, providers=["CPUExecutionProvider"]
-                    )
+                    session = _one_thread_session(self.encoder)
                     self._sessions[pid] = session
         return session
 
