@@ -101,7 +101,8 @@ class Answer(Frozen):
 
     The coordinator, not the detector, turns this into a :class:`Vote` by
     validating ``output`` against the policy's strict protocol. ``windows``
-    (local detectors only): the highest-scoring windows (rules: evidence spans), best first, as offsets.
+    (local detectors only): the highest-scoring windows (rules: evidence spans), best first, as offsets;
+    a harmful model vote names only the windows that reach its cut alone.
     """
 
     output: str

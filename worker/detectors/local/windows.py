@@ -220,8 +220,18 @@ def scored_answer(
         with np.errstate(over="ignore"):  # a model without a null: a far-off window's score is 0.0
             score = best_window_score(model, logit, count, reference_windows)
         top.append(ScoredWindow(view=place, start=start, end=end, logit=float(logit), score=score))
+    return _answer(top, threshold, coverage)
+
+
+def _answer(top: list[ScoredWindow], threshold: float, coverage: Coverage) -> Answer:
+    """The vote of the best windows ``top`` (best first) against ``threshold``. A harmful vote names
+    only the windows that reach it alone: a window the model scored under its cut is no place it
+    found harm, and the quorum's ``colocate`` reads these places (a rules span beside such a window
+    of a long harmless document is no passage both flagged). A harmless vote names all of them."""
     score = top[0].score if top else 0.0
     verdict: Verdict = "harmful" if score >= threshold else "harmless"
+    if verdict == "harmful":
+        top = [window for window in top if window.score >= threshold]
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
 
 
@@ -235,8 +245,7 @@ def _place(name: str, view: View, span: tuple[int, int]) -> tuple[str, tuple[int
 def _reread(best: list[Ranked], reader: Reader, threshold: float, coverage: Coverage) -> Answer:
     """The vote of ``reader`` on the ranking model's best windows that reach its floor, named by
     the reader's probabilities, best first. The reader judges each window on its own, so a
-    harmful vote names only the windows it found harmful: a window it read and cleared is no
-    place the vote points at (the quorum's ``colocate`` reads these places)."""
+    harmful vote names only the windows it found harmful (:func:`_answer`)."""
     chosen = [item for item in best[: reader.count] if float(item[5]) >= reader.floor]
     logits = reader.logits([item[6] for item in chosen])
     top: list[ScoredWindow] = []
@@ -245,11 +254,7 @@ def _reread(best: list[Ranked], reader: Reader, threshold: float, coverage: Cove
         place, (start, end) = _place(name, view, span)
         logit = float(logits[i])
         top.append(ScoredWindow(view=place, start=start, end=end, logit=logit, score=expit(logit)))
-    score = top[0].score if top else 0.0
-    verdict: Verdict = "harmful" if score >= threshold else "harmless"
-    if verdict == "harmful":
-        top = [window for window in top if window.score >= threshold]
-    return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
+    return _answer(top, threshold, coverage)
 
 
 def _view_windows(
