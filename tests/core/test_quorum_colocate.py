@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,7 +12,6 @@ from tests.core.test_quorum_dissent import vote as dissent_vote
 from worker.core.models import ErrorKind, PrecheckResult, ScoredWindow, Vote
 from worker.core.policy import Quorum
 from worker.core.quorum import decide_quorum, most_together
-from worker.detectors.local.windows import scored_answer
 
 CLEAN = PrecheckResult(verdict="harmless")
 NAMES = ("rules", "lexical", "semantic")
@@ -183,48 +179,3 @@ def test_reading_by_passage_only_ever_softens_a_quarantine(raw, slack, dissentin
         assert all(v.valid for v in votes)
     else:
         assert passages in ("quarantine", "review")
-
-
-@dataclass(frozen=True)
-class HotModel:
-    """A window model without a null: a window's logit is how often it says ``hot``, minus one."""
-
-    threshold: float = 0.8
-    window: int = 64
-    overlap: int = 16
-    null: None = None
-
-    def logits(self, windows: list[str]) -> np.ndarray:
-        return np.array([w.count("hot") - 1.0 for w in windows], dtype=np.float32)
-
-
-FILLER = b"plain words about the weather and the garden. " * 3
-
-
-def test_a_model_names_as_harmful_only_windows_that_reach_its_cut():
-    """Three hot words (0.88) are over the cut of 0.8, two (0.73) under it: a harmful vote names
-    the first window only, a harmless vote names its best windows whatever they score."""
-    data = FILLER + b"hot hot hot " + FILLER * 3 + b"hot hot " + FILLER
-    answer = scored_answer(data, HotModel(), 0.8)
-    assert "harmful" in answer.output
-    assert [w.logit for w in answer.windows] == [2.0]
-    assert answer.windows[0].start <= data.index(b"hot hot hot") < answer.windows[0].end
-    cleared = scored_answer(FILLER + b"hot hot " + FILLER * 3 + b"hot hot " + FILLER, HotModel(), 0.8)
-    assert "harmless" in cleared.output
-    assert [w.logit for w in cleared.windows][:2] == [1.0, 1.0]
-
-
-def test_a_rules_span_beside_a_window_under_the_cut_is_no_shared_passage():
-    """A harmful model vote flags one paragraph; the rules flag another paragraph, where the model
-    scored under its cut. The two are apart, so the item is allowed; the same rules span beside
-    the window the model found harmful quarantines."""
-    far = FILLER * 8
-    data = b"hot hot hot " + far + b"hot hot " + FILLER
-    model = scored_answer(data, HotModel(), 0.8)
-    assert "harmful" in model.output and len(model.windows) == 1
-    model_vote = vote("lexical", "harmful", model.windows, score=model.score)
-    beside_weak = data.index(b"hot hot ", len(far))
-    rules_weak = vote("rules", "harmful", at((beside_weak, beside_weak + 8)))
-    assert decide([rules_weak, model_vote, vote("semantic", "harmless")]) == "allow"
-    rules_strong = vote("rules", "harmful", at((0, 8)))
-    assert decide([rules_strong, model_vote, vote("semantic", "harmless")]) == "quarantine"

@@ -10,11 +10,13 @@ from email.message import EmailMessage
 import pytest
 
 from policies.loader import load_policy
+from tests.core.test_quorum_colocate import at, decide, vote
+from tests.shell.test_reader import FILLER, Ranker
 from worker.core.detector import Artifact, Detector, cast_vote
 from worker.core.views import view_bytes
 from worker.detectors.local.lexical import LexicalDetector
 from worker.detectors.local.semantic import SemanticDetector
-from worker.detectors.local.windows import TOP_WINDOWS
+from worker.detectors.local.windows import TOP_WINDOWS, scored_answer
 
 INJECTION = load_policy("prompt-injection")
 DETECTORS = [LexicalDetector, SemanticDetector]
@@ -128,3 +130,32 @@ def test_an_unknown_view_is_not_rebuilt() -> None:
     assert view_bytes(b"plain text", "raw") == b"plain text"
     assert [view_bytes(b"plain text", name) for name in ("decoded:0", "decoded:x", "pdf", "")] == [None] * 4
     assert view_bytes(b"plain", "prose") == b""
+
+
+def test_a_model_names_as_harmful_only_windows_that_reach_its_cut() -> None:
+    """Three hot words (0.88) are over the cut of 0.8, two (0.73) under it: a harmful vote names
+    the first window only, a harmless vote names its best windows whatever they score."""
+    data = FILLER + b"hot hot hot " + FILLER * 3 + b"hot hot " + FILLER
+    answer = scored_answer(data, Ranker(), 0.8)
+    assert "harmful" in answer.output
+    assert [w.logit for w in answer.windows] == [2.0]
+    assert answer.windows[0].start <= data.index(b"hot hot hot") < answer.windows[0].end
+    cleared = scored_answer(FILLER + b"hot hot " + FILLER * 3 + b"hot hot " + FILLER, Ranker(), 0.8)
+    assert "harmless" in cleared.output
+    assert [w.logit for w in cleared.windows][:2] == [1.0, 1.0]
+
+
+def test_a_rules_span_beside_a_window_under_the_cut_is_no_shared_passage() -> None:
+    """A harmful model vote flags one paragraph; the rules flag another paragraph, where the model
+    scored under its cut. The two are apart, so the item is allowed; the same rules span beside
+    the window the model found harmful quarantines."""
+    far = FILLER * 8
+    data = b"hot hot hot " + far + b"hot hot " + FILLER
+    model = scored_answer(data, Ranker(), 0.8)
+    assert "harmful" in model.output and len(model.windows) == 1
+    model_vote = vote("lexical", "harmful", model.windows, score=model.score)
+    beside_weak = data.index(b"hot hot ", len(far))
+    rules_weak = vote("rules", "harmful", at((beside_weak, beside_weak + 8)))
+    assert decide([rules_weak, model_vote, vote("semantic", "harmless")]) == "allow"
+    rules_strong = vote("rules", "harmful", at((0, 8)))
+    assert decide([rules_strong, model_vote, vote("semantic", "harmless")]) == "quarantine"
