@@ -12,12 +12,18 @@ booleans and nulls are left out. A key repeated in one object keeps every value 
 would keep the last, and an earlier one could hide an order). A document written without escapes
 is read as it is: its raw windows are already readable. The pre-check reads JSON through its own
 layer (:func:`worker.core.decode.json_text`).
+
+The view keeps where each of its strings lies in the document (:meth:`Fields.raw_span`), to the
+escape: a model's window in it is named by raw offsets, as the rules name their spans, so the
+quorum's ``colocate`` can tell one passage from two (:func:`worker.core.quorum.most_together`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from array import array
+from bisect import bisect_right
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,13 +32,104 @@ _OPEN = (b"{", b"[")
 _LEAD = b"\xef\xbb\xbf \t\r\n"  # a byte-order mark and blanks before the document
 # A \u escape of a character outside ASCII (U+0080 and above): text the raw bytes hide.
 _ESCAPED = re.compile(rb"\\u(?:00[89a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]|[1-9a-fA-F][0-9a-fA-F]{2})[0-9a-fA-F]")
+# A JSON string token in the raw bytes (no quote outside strings in JSON), and the pieces of one.
+_TOKEN = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_KEY_AFTER = re.compile(rb"[ \t\r\n]*:")
+_PIECE = re.compile(
+    rb"\\u(?:[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|[0-9a-fA-F]{4})|\\.|[^\\]+", re.DOTALL
+)
+
+
+class Fields(bytes):
+    """:func:`json_fields`' text, which also knows where each line's string lies in the document."""
+
+    _data: bytes
+    _starts: array[int]  # where each line starts in the view
+    _prefixes: array[int]  # ... its ``path: `` prefix, in bytes
+    _firsts: array[int]  # where its string token starts in the document (its opening quote)
+    _lasts: array[int]  # ... ends (after its closing quote)
+
+    def raw_span(self, start: int, end: int) -> tuple[int, int] | None:
+        """Where the bytes ``[start, end)`` of the view lie in the document, first to last, to the
+        escape that writes each (a path reads as the start of its string, a line's break as the
+        end); None for an empty or outside span."""
+        if not 0 <= start < end <= len(self):
+            return None
+        return self._raw(start)[0], self._raw(end - 1)[1]
+
+    def _raw(self, index: int) -> tuple[int, int]:
+        """Where the view's byte ``index`` comes from in the document: ``[start, end)``."""
+        line = bisect_right(self._starts, index) - 1
+        first, last = self._firsts[line], self._lasts[line]
+        into = index - self._starts[line] - self._prefixes[line]  # bytes into the value's text
+        if into < 0:
+            return first, first + 1
+        written = 0
+        for piece in _PIECE.finditer(self._data, first + 1, last - 1):
+            escaped = piece.group()[:1] == b"\\"
+            size = _written(piece.group()) if escaped else piece.end() - piece.start()
+            if into < written + size:
+                at = piece.start() + into - written
+                return piece.span() if escaped else (at, at + 1)
+            written += size
+        return last - 1, last  # the line's break, after its closing quote
+
+    @classmethod
+    def build(cls, data: bytes, lines: list[tuple[str, str]]) -> Fields | bytes:
+        """The view of ``lines`` (path, value) of ``data``: a :class:`Fields`, each value found as
+        a string token of ``data`` in order (a token followed by ``:`` is a key)."""
+        encoded = [
+            (f"{path}: ".encode("utf-8", "replace"), value.encode("utf-8", "replace"))
+            for path, value in lines
+        ]
+        view = b"\n".join(prefix + value for prefix, value in encoded)
+        fields = cls(view)
+        fields._data, fields._firsts, fields._lasts = data, array("q"), array("q")
+        for token in _TOKEN.finditer(data):
+            if not _KEY_AFTER.match(data, token.end()):
+                fields._firsts.append(token.start())
+                fields._lasts.append(token.end())
+        if len(fields._firsts) != len(lines):  # never for JSON json.loads read: a slip loses only the map
+            return view
+        fields._starts, fields._prefixes = array("q"), array("q")
+        at = 0
+        for prefix, value in encoded:
+            fields._starts.append(at)
+            fields._prefixes.append(len(prefix))
+            at += len(prefix) + len(value) + 1
+        return fields
+
+
+def unescaped(chunk: bytes) -> bytes:
+    """A piece of a JSON document's raw bytes with its string escapes undone, as the view writes
+    them (a lone surrogate half as ``?``): a window named by raw offsets, shown to a reviewer."""
+    return b"".join(
+        piece.group() if piece.group()[:1] != b"\\" else _text(piece.group())
+        for piece in _PIECE.finditer(chunk)
+    )
+
+
+def _text(escape: bytes) -> bytes:
+    try:
+        text: str = json.loads(b'"' + escape + b'"')
+    except ValueError:  # cut short at the chunk's end, or not an escape JSON has
+        return escape
+    return text.encode("utf-8", errors="replace")
+
+
+def _written(escape: bytes) -> int:
+    """How many bytes the view writes for one escape: a surrogate pair, 4; a lone half, 1 (``?``)."""
+    if len(escape) != 6:
+        return 4 if len(escape) == 12 else 1  # a pair, or \n, \" and the like
+    code = int(escape[2:], 16)
+    return 1 if 0xD800 <= code <= 0xDFFF else len(chr(code).encode())
 
 
 class _Object(list):  # type: ignore[type-arg]
     """An object's ``(key, value)`` pairs in order, repeated keys kept (``object_pairs_hook``)."""
 
 
-def json_fields(data: bytes) -> bytes | None:
+def json_fields(data: bytes) -> Fields | bytes | None:
     """The strings of a JSON document (or JSON Lines: one document a line) that writes text outside
     ASCII as escapes, as UTF-8 lines ``path: value``; None for anything else: not JSON, no such
     escape, no string, or over :data:`MAX_BYTES`."""
@@ -41,8 +138,8 @@ def json_fields(data: bytes) -> bytes | None:
     documents = _documents(data)
     if documents is None:
         return None
-    lines = [f"{path}: {value}" for path, value in _strings(documents)]
-    return "\n".join(lines).encode("utf-8", errors="replace") if lines else None
+    lines = list(_strings(documents))
+    return Fields.build(data, lines) if lines else None
 
 
 def _parse(data: bytes) -> Any:

@@ -11,7 +11,8 @@ artifact with :func:`view_bytes` to show them. The names:
 - ``decoded:N``: the N-th decoded text part of an e-mail (:func:`worker.core.mail.decoded_text_parts`);
 - ``prose``: the comments, docstrings and sentences a diff adds (:func:`worker.core.prose.diff_prose`);
 - ``fields``: a JSON document written in escapes, its strings as ``path: value`` lines
-  (:func:`worker.core.fields.json_fields`), read instead of ``raw``.
+  (:func:`worker.core.fields.json_fields`), read instead of ``raw``; a window of it is named by
+  where it lies in the raw bytes, as one of ``added`` is (:func:`raw_span`).
 
 With ``prose``, the first of them (``raw``, ``added`` or ``fields``) is read with the sentences it
 writes as slugs (words joined by ``-``, ``+``, ``_`` or ``%20``) written with spaces, in place
@@ -29,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.core.diff import parse_diff
-from worker.core.fields import json_fields
+from worker.core.fields import Fields, json_fields
 from worker.core.mail import decoded_text_parts
 from worker.core.prose import diff_prose, prose_pieces
 from worker.core.segment import segment_spans
@@ -174,10 +175,13 @@ def deslugged(view: Sliceable) -> Sliceable | Deslugged:
 def raw_span(view: View, start: int, end: int) -> tuple[int, int] | None:
     """Where the bytes ``[start, end)`` of ``view`` lie in the artifact's raw bytes, first to last
     (removed lines between them included), for a view that is raw bytes with some left out (a
-    diff's ``added`` view, read as it is or with its slugs as words); ``None`` for any other view,
-    whose offsets are its own. The quorum reads a model's place in a diff against the rules' places
-    in the raw bytes this way (:func:`worker.core.quorum.most_together`)."""
+    diff's ``added`` view) or a JSON document's ``fields`` (:meth:`worker.core.fields.Fields.raw_span`),
+    either read as it is or with its slugs as words; ``None`` for any other view, whose offsets are
+    its own. The quorum reads a model's place against the rules' places in the raw bytes this way
+    (:func:`worker.core.quorum.most_together`)."""
     base = view.view if isinstance(view, Deslugged) else view
+    if isinstance(base, Fields):
+        return base.raw_span(start, end)
     if not isinstance(base, Spliced) or not start < end <= len(base):
         return None
     return base.buffer_offset(start), base.buffer_offset(end - 1) + 1

@@ -236,8 +236,9 @@ def _answer(top: list[ScoredWindow], threshold: float, coverage: Coverage) -> An
 
 
 def _place(name: str, view: View, span: tuple[int, int]) -> tuple[str, tuple[int, int]]:
-    """Where a vote names a window: a window of a diff's added lines by where it lies in the raw
-    diff (so the quorum compares it with the rules' spans), any other by its view and offsets."""
+    """Where a vote names a window: a window of a diff's added lines or of a JSON document's fields
+    by where it lies in the raw bytes (so the quorum compares it with the rules' spans), any other
+    by its view and offsets."""
     raw = raw_span(view, *span)
     return (RAW, raw) if raw else (name, span)
 
