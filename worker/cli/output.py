@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -35,20 +36,26 @@ def print_table(rows: list[tuple[str, Any]]) -> None:
     console.print(", ".join(f"{n} {s}" for s, n in counts.items()))
 
 
-def highlighted(data: bytes, lo: int, hi: int, spans: list[tuple[int, int]]) -> Any:
-    """``data[lo:hi]`` as safe text with ``spans`` highlighted."""
+def highlighted(
+    data: bytes, lo: int, hi: int, spans: list[tuple[int, int]], read: Callable[[bytes], bytes] | None = None
+) -> Any:
+    """``data[lo:hi]`` as safe text with ``spans`` highlighted; ``read`` shows each piece as the
+    models read it (:func:`worker.core.fields.reader_view`)."""
     from rich.text import Text
 
     from worker.pipeline.review import visible
+
+    def shown(piece: bytes) -> str:
+        return visible(read(piece) if read is not None else piece)
 
     text, position = Text(), lo
     for start, end in sorted((max(a, lo), min(b, hi)) for a, b in spans if b > lo and a < hi):
         if start < position:
             start = position
-        text.append(visible(data[position:start]))
-        text.append(visible(data[start:end]), style="bold reverse")
+        text.append(shown(data[position:start]))
+        text.append(shown(data[start:end]), style="bold reverse")
         position = max(position, end)
-    text.append(visible(data[position:hi]))
+    text.append(shown(data[position:hi]))
     return text
 
 

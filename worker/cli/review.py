@@ -58,6 +58,7 @@ def review_show(
     written out as \\uXXXX: nothing in the artifact can drive the terminal."""
     from rich.text import Text
 
+    from worker.core.fields import reader_view
     from worker.evaluation.tables import stdout_console
     from worker.pipeline.review import ReviewError, artifact, visible
     from worker.pipeline.review_windows import model_windows
@@ -83,22 +84,23 @@ def review_show(
         for e in report.get("precheck", {}).get("evidence", [])
     ]
     shown = model_windows(report, data, windows) if windows > 0 else []
+    read = reader_view(data)  # a JSON document in escapes: shown with them undone
     if full:
         spans_only = [(a, b) for a, b, _ in spans]
-        out.print(Text("artifact:"), highlighted(data, 0, len(data), spans_only))
+        out.print(Text("artifact:"), highlighted(data, 0, len(data), spans_only, read))
     else:
         for start, end, label in spans:
             out.print(Text(f"  evidence {label} bytes {start}-{end}:"))
-            out.print(
-                highlighted(data, max(0, start - context), min(len(data), end + context), [(start, end)])
-            )
+            lo, hi = max(0, start - context), min(len(data), end + context)
+            out.print(highlighted(data, lo, hi, [(start, end)], read))
     if shown:
         out.print(Text("the pre-check did not block this; the windows the models scored highest:"))
         for number, window in enumerate(shown, 1):
             print_window(out, number, window)
     elif not spans and not full:
         out.print(Text(f"no pre-check evidence; first {context * 4} bytes:"))
-        out.print(Text(visible(data[: context * 4])))
+        head = data[: context * 4]
+        out.print(Text(visible(read(head) if read is not None else head)))
 
 
 @review_app.command("decide")

@@ -24,7 +24,7 @@ import json
 import re
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 MAX_BYTES = 8 << 20  # larger documents are read as raw windows only (parsed whole: ~3x its size)
@@ -98,6 +98,13 @@ class Fields(bytes):
             fields._prefixes.append(len(prefix))
             at += len(prefix) + len(value) + 1
         return fields
+
+
+def reader_view(data: bytes) -> Callable[[bytes], bytes] | None:
+    """How a reviewer is shown a piece of ``data``'s raw bytes as the models read it: a JSON
+    document written in escapes (one :func:`json_fields` reads) with its escapes undone
+    (:func:`unescaped`); ``None`` for anything else, shown as it is."""
+    return unescaped if json_fields(data) is not None else None
 
 
 def unescaped(chunk: bytes) -> bytes:

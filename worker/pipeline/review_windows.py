@@ -7,7 +7,7 @@ picks those windows from the stored report and reads their bytes from the stored
 rebuilding the view each names (:func:`worker.core.views.view_bytes`). The bytes are untrusted:
 the caller shows them neutralised (:func:`worker.pipeline.review.visible`), fenced as data. A
 window of a JSON document written in escapes is named by its raw bytes and shown with the escapes
-undone (:func:`worker.core.fields.unescaped`), as the model read it.
+undone (:func:`worker.core.fields.reader_view`), as the model read it.
 
 Reports written before votes carried windows have none, and show none.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from worker.core.fields import json_fields, unescaped
+from worker.core.fields import reader_view
 from worker.core.views import RAW, Sliceable, view_bytes
 
 RULES = "rules"  # the backend of the rules detector (worker.detectors.local.rules)
@@ -65,15 +65,15 @@ def model_windows(report: dict[str, Any], data: bytes, top: int = 3) -> list[Sho
             found[(view, start, end)] = (min(best_rank, rank), [*scores, (detector, score)])
     ordered = sorted(found.items(), key=lambda item: (item[1][0], -max(s for _, s in item[1][1])))
     views: dict[str, Sliceable | None] = {}
-    escaped = any(view == RAW for view, _, _ in found) and json_fields(data) is not None
+    read = reader_view(data) if any(view == RAW for view, _, _ in found) else None
     shown = []
     for (view, start, end), (_, scores) in ordered[:top]:
         if view not in views:
             views[view] = view_bytes(data, view)
         source = views[view]
         text = bytes(source[start:end]) if source is not None and end <= len(source) else None
-        if text is not None and view == RAW and escaped:
-            text = unescaped(text)
+        if text is not None and view == RAW and read is not None:
+            text = read(text)
         ranked = tuple(sorted(scores, key=lambda s: -s[1]))
         shown.append(ShownWindow(view, start, end, ranked, text, None if source is None else len(source)))
     return shown

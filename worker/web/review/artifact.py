@@ -9,9 +9,11 @@ stored (the report's evidence spans are byte spans).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from worker.core.fields import reader_view
 from worker.pipeline.review import HIDDEN_CODEPOINTS
 from worker.pipeline.review_windows import model_windows as windows_to_show
 
@@ -96,7 +98,15 @@ def _ranges_in_line(start: int, end: int, spans: list[tuple[int, int]]) -> list[
     return merged
 
 
-def _line(data: bytes, number: int, start: int, end: int, spans: list[tuple[int, int]], diff: bool) -> Line:
+def _line(
+    data: bytes,
+    number: int,
+    start: int,
+    end: int,
+    spans: list[tuple[int, int]],
+    diff: bool,
+    read: Callable[[bytes], bytes] | None,
+) -> Line:
     line = Line(number, _line_kind(data[start:end], diff))
     position = start
     for lo, hi in _ranges_in_line(start, end, spans):
@@ -105,7 +115,8 @@ def _line(data: bytes, number: int, start: int, end: int, spans: list[tuple[int,
         cuts = sorted({lo, hi, *(x for a, b in spans for x in (a, b) if lo < x < hi)})
         for a, b in zip(cuts, cuts[1:], strict=False):
             hit = any(s < b and e > a for s, e in spans)
-            for piece in text_pieces(data[a:b], "hit" if hit else "text"):
+            text = data[a:b] if read is None else read(data[a:b])
+            for piece in text_pieces(text, "hit" if hit else "text"):
                 last = line.pieces[-1] if line.pieces else None
                 if last is not None and last.kind == piece.kind != "hidden":
                     last.text += piece.text  # overlapping evidence: one highlight
@@ -118,7 +129,9 @@ def _line(data: bytes, number: int, start: int, end: int, spans: list[tuple[int,
 
 
 def show(data: bytes, spans: list[tuple[int, int]]) -> Shown:
-    """``data`` split into lines, each with its evidence highlighted."""
+    """``data`` split into lines, each with its evidence highlighted; a JSON document written in
+    escapes shown with them undone, as the models read it (:func:`worker.core.fields.reader_view`)."""
+    read = reader_view(data)
     spans = sorted((max(0, a), min(len(data), b)) for a, b in spans if b > a)
     diff = looks_like_diff(data)
     bounds: list[tuple[int, int]] = []
@@ -137,7 +150,7 @@ def show(data: bytes, spans: list[tuple[int, int]]) -> Shown:
     lines: list[Line | None] = []
     for i, (a, b) in enumerate(bounds):
         if i in keep:
-            lines.append(_line(data, i + 1, a, b, spans, diff))
+            lines.append(_line(data, i + 1, a, b, spans, diff, read))
         elif lines and lines[-1] is not None or not lines:
             lines.append(None)
     return Shown(lines, diff, len(bounds))
