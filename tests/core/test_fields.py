@@ -135,3 +135,4 @@ def test_a_window_named_by_raw_bytes_is_shown_with_its_escapes_undone() -> None:
     raw = escaped({"note": f"{RUSSIAN} 😀 \ud800"})
     assert unescaped(raw) == b'{"note": "' + f"{RUSSIAN} 😀 ?".encode() + b'"}'
     assert unescaped(b"\\u043f\\u04") == "п\\u04".encode()  # cut short mid-escape
+    assert unescaped(b"caf\\u00e9 \\") == "café \\".encode()  # ... and right after a backslash

@@ -35,8 +35,8 @@ _ESCAPED = re.compile(rb"\\u(?:00[89a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]|[1-9a-fA-F][
 # A JSON string token in the raw bytes (no quote outside strings in JSON), and the pieces of one.
 _TOKEN = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 _KEY_AFTER = re.compile(rb"[ \t\r\n]*:")
-_PIECE = re.compile(
-    rb"\\u(?:[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|[0-9a-fA-F]{4})|\\.|[^\\]+", re.DOTALL
+_PIECE = re.compile(  # a lone backslash only at a cut piece's end
+    rb"\\u(?:[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|[0-9a-fA-F]{4})|\\.?|[^\\]+", re.DOTALL
 )
 
 
