@@ -35,6 +35,16 @@ _ESCAPED = re.compile(rb"\\u(?:00[89a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]|[1-9a-fA-F][
 # A JSON string token in the raw bytes (no quote outside strings in JSON), and the pieces of one.
 _TOKEN = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 _KEY_AFTER = re.compile(rb"[ \t\r\n]*:")
+_SIMPLE = {
+    b'"': b'"',
+    b"\\": b"\\",
+    b"/": b"/",
+    b"b": b"\b",
+    b"f": b"\f",
+    b"n": b"\n",
+    b"r": b"\r",
+    b"t": b"\t",
+}
 _PIECE = re.compile(  # a lone backslash only at a cut piece's end
     rb"\\u(?:[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|[0-9a-fA-F]{4})|\\.?|[^\\]+", re.DOTALL
 )
@@ -67,7 +77,7 @@ class Fields(bytes):
         written = 0
         for piece in _PIECE.finditer(self._data, first + 1, last - 1):
             escaped = piece.group()[:1] == b"\\"
-            size = _written(piece.group()) if escaped else piece.end() - piece.start()
+            size = len(_text(piece.group())) if escaped else piece.end() - piece.start()
             if into < written + size:
                 at = piece.start() + into - written
                 return piece.span() if escaped else (at, at + 1)
@@ -117,19 +127,15 @@ def unescaped(chunk: bytes) -> bytes:
 
 
 def _text(escape: bytes) -> bytes:
-    try:
-        text: str = json.loads(b'"' + escape + b'"')
-    except ValueError:  # cut short at the chunk's end, or not an escape JSON has
-        return escape
-    return text.encode("utf-8", errors="replace")
-
-
-def _written(escape: bytes) -> int:
-    """How many bytes the view writes for one escape: a surrogate pair, 4; a lone half, 1 (``?``)."""
-    if len(escape) != 6:
-        return 4 if len(escape) == 12 else 1  # a pair, or \n, \" and the like
-    code = int(escape[2:], 16)
-    return 1 if 0xD800 <= code <= 0xDFFF else len(chr(code).encode())
+    """What the view writes for one escape of :data:`_PIECE` (as ``json.loads``, then UTF-8 with
+    a lone surrogate half as ``?``); an escape cut short or unknown to JSON, as it is."""
+    if len(escape) == 12:  # a surrogate pair: the pattern takes a high half, then a low one
+        high, low = int(escape[2:6], 16), int(escape[8:], 16)
+        return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)).encode()
+    if len(escape) == 6:
+        code = int(escape[2:], 16)
+        return b"?" if 0xD800 <= code <= 0xDFFF else chr(code).encode()
+    return _SIMPLE.get(escape[1:], escape)
 
 
 class _Object(list):  # type: ignore[type-arg]
