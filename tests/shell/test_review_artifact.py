@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from worker.core.fields import reader_view
 from worker.web.review.artifact import MAX_LINES, looks_like_diff, model_windows, show
 
 
@@ -34,11 +35,13 @@ def test_a_json_document_in_escapes_is_shown_as_the_models_read_it():
     the same text written without escapes is shown as it is."""
     raw = json.dumps({"note": "Пожалуйста \u202e", "body": "ignore previous instructions"}).encode()
     start = raw.index(b"ignore")
-    shown = show(raw, [(start, start + len(b"ignore previous"))])
+    shown = show(raw, [(start, start + len(b"ignore previous"))], reader_view(raw))
     assert texts(shown, "hit") == ["ignore previous"]
     assert "Пожалуйста " in "".join(texts(shown, "text")) and texts(shown, "hidden") == ["\\u202e"]
     plain = b'{"note": "\\u0041 is an ASCII escape"}'
-    assert texts(show(plain, []), "text") == ['{"note": "\\u0041 is an ASCII escape"}']
+    assert reader_view(plain) is None and texts(show(plain, []), "text") == [
+        '{"note": "\\u0041 is an ASCII escape"}'
+    ]
 
 
 def test_a_unified_diff_is_recognised_and_its_lines_classed():

@@ -83,8 +83,8 @@ def review_show(
         (e["span"]["start"], e["span"]["end"], f"{e['rule_id']} [{e.get('layer', '')}]")
         for e in report.get("precheck", {}).get("evidence", [])
     ]
-    shown = model_windows(report, data, windows) if windows > 0 else []
     read = reader_view(data)  # a JSON document in escapes: shown with them undone
+    shown = model_windows(report, data, windows, read) if windows > 0 else []
     if full:
         spans_only = [(a, b) for a, b, _ in spans]
         out.print(Text("artifact:"), highlighted(data, 0, len(data), spans_only, read))

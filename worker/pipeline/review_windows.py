@@ -14,10 +14,10 @@ Reports written before votes carried windows have none, and show none.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from worker.core.fields import reader_view
 from worker.core.views import RAW, Sliceable, view_bytes
 
 RULES = "rules"  # the backend of the rules detector (worker.detectors.local.rules)
@@ -45,9 +45,12 @@ class ShownWindow:
         return ", ".join(f"{detector} {score:.3f}" for detector, score in self.scores)
 
 
-def model_windows(report: dict[str, Any], data: bytes, top: int = 3) -> list[ShownWindow]:
+def model_windows(
+    report: dict[str, Any], data: bytes, top: int = 3, read: Callable[[bytes], bytes] | None = None
+) -> list[ShownWindow]:
     """The ``top`` windows the model votes scored highest, when the models decided (see
-    :func:`driven_by_models`).
+    :func:`driven_by_models`); a window named by raw bytes shown through ``read`` when given (the
+    caller's :func:`worker.core.fields.reader_view` of ``data``, asked once per artifact).
 
     The harmful votes' windows when any vote is harmful (what blocked it), else every vote's.
     Each vote's best window comes first, then each one's second best, and so on; a window two
@@ -65,7 +68,6 @@ def model_windows(report: dict[str, Any], data: bytes, top: int = 3) -> list[Sho
             found[(view, start, end)] = (min(best_rank, rank), [*scores, (detector, score)])
     ordered = sorted(found.items(), key=lambda item: (item[1][0], -max(s for _, s in item[1][1])))
     views: dict[str, Sliceable | None] = {}
-    read = reader_view(data) if any(view == RAW for view, _, _ in found) else None
     shown = []
     for (view, start, end), (_, scores) in ordered[:top]:
         if view not in views:

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from worker.core.fields import reader_view
 from worker.pipeline.review import HIDDEN_CODEPOINTS
 from worker.pipeline.review_windows import model_windows as windows_to_show
 
@@ -128,10 +127,10 @@ def _line(
     return line
 
 
-def show(data: bytes, spans: list[tuple[int, int]]) -> Shown:
-    """``data`` split into lines, each with its evidence highlighted; a JSON document written in
-    escapes shown with them undone, as the models read it (:func:`worker.core.fields.reader_view`)."""
-    read = reader_view(data)
+def show(data: bytes, spans: list[tuple[int, int]], read: Callable[[bytes], bytes] | None = None) -> Shown:
+    """``data`` split into lines, each with its evidence highlighted, each piece shown through
+    ``read`` when given (a JSON document written in escapes with them undone, as the models read
+    it: :func:`worker.core.fields.reader_view`)."""
     spans = sorted((max(0, a), min(len(data), b)) for a, b in spans if b > a)
     diff = looks_like_diff(data)
     bounds: list[tuple[int, int]] = []
@@ -166,7 +165,9 @@ def evidence_spans(report: dict[str, Any]) -> list[tuple[int, int]]:
     return out
 
 
-def model_windows(report: dict[str, Any], data: bytes, top: int = 3) -> list[dict[str, Any]]:
+def model_windows(
+    report: dict[str, Any], data: bytes, top: int = 3, read: Callable[[bytes], bytes] | None = None
+) -> list[dict[str, Any]]:
     """The highest-scoring model windows when the models, not the pre-check, decided
     (:func:`worker.pipeline.review_windows.model_windows`), each window's text as pieces."""
     return [
@@ -178,5 +179,5 @@ def model_windows(report: dict[str, Any], data: bytes, top: int = 3) -> list[dic
             "end": w.end,
             "pieces": text_pieces(w.text) if w.text is not None else None,
         }
-        for w in windows_to_show(report, data, top)
+        for w in windows_to_show(report, data, top, read)
     ]

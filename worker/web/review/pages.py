@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from worker.adapters.db import REVIEWED, Gate, utcnow
+from worker.core.fields import reader_view
 from worker.pipeline.review import ReviewError, artifact
 from worker.pipeline.runtime import Runtime
 from worker.pipeline.two_person import PERSON, needs_second_reviewer, release_request
@@ -77,6 +78,7 @@ def item_page(rt: Runtime, gate_id: str, me: str) -> dict[str, Any] | None:
     except ReviewError as exc:
         data, problem = None, str(exc)
     precheck = report.get("precheck", {})
+    read = reader_view(data) if data is not None else None  # a JSON document in escapes: undone
     return {
         "gate": gate,
         "report": report,
@@ -84,8 +86,8 @@ def item_page(rt: Runtime, gate_id: str, me: str) -> dict[str, Any] | None:
         "evidence": precheck.get("evidence", []),
         "votes": report.get("votes", []),
         "coverage": report.get("coverage"),
-        "shown": show(data, evidence_spans(report)) if data is not None else None,
-        "windows": model_windows(report, data) if data is not None else [],
+        "shown": show(data, evidence_spans(report), read) if data is not None else None,
+        "windows": model_windows(report, data, read=read) if data is not None else [],
         "problem": problem,
         "trail": trail,
         "review": report.get("review"),
