@@ -35,7 +35,7 @@ _ESCAPED = re.compile(rb"\\u(?:00[89a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]|[1-9a-fA-F][
 # A JSON string token in the raw bytes (no quote outside strings in JSON), and the pieces of one.
 _TOKEN = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 _KEY_AFTER = re.compile(rb"[ \t\r\n]*:")
-_SIMPLE = {
+_SIMPLE = {  # json.loads' meaning; the pre-check's layer blanks some instead (decode._JSON_SIMPLE)
     b'"': b'"',
     b"\\": b"\\",
     b"/": b"/",
