@@ -96,6 +96,21 @@ def test_the_integer_layers_agree_with_their_float32_reference() -> None:
     assert np.allclose(shipped.forward(tokens, mask), narrow[:3], atol=1e-4)
 
 
+def test_a_batch_is_read_row_by_row_and_only_padded_at_the_end() -> None:
+    """The layers read one window a run, without a mask: a batch's rows are read alone, each cut
+    at its padding, and a mask with a hole (padding before a token) is refused, not misread."""
+    shipped = load_reader("prompt-injection")
+    ids = shipped.token_ids(ORDERS[:2])
+    tokens = np.zeros((2, max(map(len, ids)) + 3), dtype=np.int64)
+    mask = np.zeros(tokens.shape, dtype=np.float32)
+    for i, row in enumerate(ids):
+        tokens[i, : len(row)], mask[i, : len(row)] = row, 1.0
+    assert shipped.forward(tokens, mask).tolist() == shipped.logits(ORDERS[:2]).tolist()
+    mask[0, 1] = 0.0
+    with pytest.raises(ValueError, match="padded at the end"):
+        shipped.forward(tokens, mask)
+
+
 def test_the_integer_sums_do_not_depend_on_the_cpu() -> None:
     """The weights go in signed only where the CPU's kernel sums them exactly: the shipped build
     reads as the uint8-weight build (exact everywhere) does. And the probe answers for the kernel:

@@ -56,9 +56,9 @@ def encoder_graph(
 ) -> bytes:
     """The artifact's encoder layers as a serialized ONNX model.
 
-    Inputs: ``x`` (tokens, hidden), the embedded and normed tokens of a padded batch row after
-    row; ``mask`` (batch, length), 1.0 for a token and 0.0 for padding. Output: ``y`` (tokens,
-    hidden), the last layer's states.
+    Input: ``x`` (tokens, hidden), the embedded and normed tokens of one window. Output: ``y``
+    (tokens, hidden), the last layer's states. One window a run, so there is no padding to mask:
+    the attention's mask and its add were 4-5 % of a window's CPU (``benchmarks/reader_cpu.py``).
 
     Each dense product is integer: the artifact's int8 rows as they are stored, times a token's
     activations quantized to 8 bits with a scale of its own (its largest magnitude over 127), so
@@ -100,6 +100,8 @@ def encoder_graph(
     if integer and signed is None:  # the float32 reference has no integer products to ask about
         signed = signed_products_exact()
 
+    centres: list[str] = []
+
     def dense(x: str, rows: np.ndarray, row_scale: np.ndarray, bias: np.ndarray, name: str) -> str:
         """``x @ (rows * row_scale).T + bias``, with x's rows as uint8 around 128."""
         if not integer:
@@ -107,7 +109,9 @@ def encoder_graph(
             return op("Add", op("MatMul", x, constant(name, wide)), constant(f"{name}.bias", bias))
         peak = op("ReduceMax", op("Abs", x), last, keepdims=0)  # (tokens,)
         scale = op("Add", op("Div", peak, levels), eps)
-        centre = op("Expand", middle, op("Shape", peak))
+        if not centres:  # every product's activations have one row per token: one zero point each
+            centres.append(op("Expand", middle, op("Shape", peak)))
+        centre = centres[0]
         quantized = op("QuantizeLinear", x, scale, centre, axis=0)
         products = op(  # the int32 sums times each output's weight scale, in one pass
             "MatMulIntegerToFloat",
@@ -130,10 +134,8 @@ def encoder_graph(
         bias = constant(f"{name}.bias", archive[f"{name}.bias"].astype(np.float32))
         return op("LayerNormalization", x, gain, bias, axis=-1, epsilon=_EPS)
 
-    # padding keys get a large negative score before the softmax, as BERT's extended mask does
-    one, big = constant("one", np.float32(1.0)), constant("big", np.float32(1e9))
-    blocked = op("Unsqueeze", op("Mul", op("Sub", "mask", one), big), constant("axes", np.array([1, 2])))
-    split = op("Concat", op("Shape", "mask"), constant("split", np.array([3, heads, width])), axis=0)
+    one = constant("one", np.float32(1.0))
+    split = constant("split", np.array([1, -1, 3, heads, width]))  # (batch of one, tokens, q k v, ...)
     flat = constant("flat", np.array([-1, hidden]))
     root, half = constant("root", np.float32(np.sqrt(2.0))), constant("half", np.float32(0.5))
     x = "x"
@@ -150,7 +152,7 @@ def encoder_graph(
         )
         heads_first = op("Transpose", op("Reshape", qkv, split), perm=[2, 0, 3, 1, 4])
         q, k, v = (op("Gather", heads_first, constant(f"l{i}.{n}", np.int64(n)), axis=0) for n in range(3))
-        scores = op("Add", op("MatMul", q, op("Transpose", k, perm=[0, 1, 3, 2])), blocked)
+        scores = op("MatMul", q, op("Transpose", k, perm=[0, 1, 3, 2]))
         attended = op("MatMul", op("Softmax", scores, axis=-1), v)
         context = op("Reshape", op("Transpose", attended, perm=[0, 2, 1, 3]), flat)
         x = norm(op("Add", x, linear(context, f"l{i}.out")), f"l{i}.norm1")
@@ -162,10 +164,7 @@ def encoder_graph(
     graph = helper.make_graph(
         nodes,
         "reader",
-        [
-            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["tokens", hidden]),
-            helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "length"]),
-        ],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["tokens", hidden])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["tokens", hidden])],
         initializers,
     )
@@ -293,22 +292,25 @@ class Reader:
         """One logit per text (a window), harmful above ``threshold``. Each window is read as a
         batch of its own: no padding to the longest (a tenth of a diff's tokens were padding),
         and a window's logit is the same whatever is read beside it."""
-        logits = [
-            self.forward(np.array([ids], dtype=np.int64), np.ones((1, len(ids)), dtype=np.float32))
-            for ids in self.token_ids(texts)
-        ]
-        return np.concatenate(logits) if logits else np.zeros(0, dtype=np.float32)
+        logits = [self._logit(np.asarray(ids, dtype=np.int64)) for ids in self.token_ids(texts)]
+        return np.array(logits, dtype=np.float32)
 
     def forward(self, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """The logit of each row of a padded batch of token ids."""
-        batch, length = tokens.shape
-        x = self.words[tokens].astype(np.float32) * self.word_scales[tokens][..., None]
-        x = _layer_norm(x + self.positions[:length], *self.embed_norm)
-        (states,) = self._session().run(None, {"x": x.reshape(batch * length, -1), "mask": mask})
-        states = states.reshape(batch, length, -1)
-        pooled = (states * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
-        logits: np.ndarray = (pooled @ self.head_weight + self.head_bias).astype(np.float32)
-        return logits
+        """The logit of each row of a batch of token ids padded at the end (``mask``: 1.0 for a
+        token, 0.0 for padding), each row read alone, as :meth:`logits` reads a window."""
+        lengths = mask.sum(1).astype(np.int64)
+        if not all(mask[row, :n].all() and not mask[row, n:].any() for row, n in enumerate(lengths)):
+            raise ValueError("the reader's batches are padded at the end of each row")
+        return np.array(
+            [self._logit(row[:n]) for row, n in zip(tokens, lengths, strict=True)], dtype=np.float32
+        )
+
+    def _logit(self, ids: np.ndarray) -> float:
+        """The logit of one window's token ids: its last layer's states, mean-pooled, through the head."""
+        x = self.words[ids].astype(np.float32) * self.word_scales[ids][..., None]
+        x = _layer_norm(x + self.positions[: len(ids)], *self.embed_norm)
+        (states,) = self._session().run(None, {"x": x})
+        return float(states.mean(0) @ self.head_weight + self.head_bias)
 
 
 def reader_files(policy_id: str, directory: Path | None = None) -> list[Path]:
