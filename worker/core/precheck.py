@@ -29,7 +29,7 @@ that vetoes it when the text right after it starts with it (``you are now ready`
 The verdict is ``harmful`` iff the summed weight of the DISTINCT rules that hit
 reaches ``policy.precheck.block_score``; with ``precheck.locality_bytes``, only the
 rules that hit within one stretch of that many bytes add up, and the evidence is that
-stretch's. A hit is evidence (rule id, byte span of the original artifact, layer,
+stretch's; a rule with ``near`` (bytes) adds up only with hits that near it. A hit is evidence (rule id, byte span of the original artifact, layer,
 weight); non-decisive observations such as invisible characters or decoded payloads
 are signals. The artifact is scanned in overlapping windows, so memory stays flat and
 every byte is seen.
@@ -124,9 +124,46 @@ def scan_rules(
     for rule in (rule for ruleset in rulesets for rule in ruleset.checks):
         for start, end in CHECKS[rule.check or ""](context)[:1]:
             scan.hit(rule, start, end, "check")
-    if locality is not None:
+    reach = {rule.id: rule.near for ruleset in rulesets for rule in ruleset.ruleset.rules if rule.near}
+    if reach.keys() & scan.evidence.keys():
+        scan.evidence = _nearest(data, diff, rulesets, scan.evidence, reach, locality)
+    elif locality is not None:
         scan.evidence = _heaviest_stretch(data, diff, rulesets, scan.evidence, locality)
     return scan
+
+
+def _nearest(
+    data: bytes,
+    diff: Diff | None,
+    rulesets: Sequence[CompiledRuleset],
+    evidence: dict[str, Evidence],
+    reach: dict[str, int],
+    locality: int | None,
+) -> dict[str, Evidence]:
+    """The heaviest evidence where some rules hit only ``near`` the others (``reach``: rule id ->
+    bytes): the other rules' hits as :func:`_heaviest_stretch` (or the whole scan) add them up,
+    or the hits within ``near`` bytes of one such rule's hit, that span scanned again on its own,
+    whichever weighs more. Hidden markup that asks for a command is one element: an HTML comment
+    that mentions instructions and a collapsed install section 4 KB further on are two.
+    Each rule's first hit is the centre of its span, as in :func:`_heaviest_stretch`."""
+    far = {rule_id: hit for rule_id, hit in evidence.items() if rule_id not in reach}
+    if locality is not None:
+        stretch = _heaviest_stretch(data, diff, rulesets, far, locality)
+        far = {rule_id: hit for rule_id, hit in stretch.items() if rule_id not in reach}
+    best = Scan(evidence=far)
+    for rule_id in sorted(reach.keys() & evidence.keys()):
+        centre = evidence[rule_id]
+        start = max(0, centre.span.start - reach[rule_id])
+        end = min(len(data), centre.span.end + reach[rule_id])
+        around = Scan()
+        _scan_window(data, start, end, diff, rulesets, around)
+        around.evidence[rule_id] = centre
+        for other, hit in evidence.items():
+            if start <= hit.span.start < end:
+                around.evidence.setdefault(other, hit)
+        if around.score > best.score:
+            best = around
+    return best.evidence
 
 
 def _heaviest_stretch(

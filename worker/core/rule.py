@@ -35,6 +35,9 @@ class Rule(BaseModel):
     not_after: str | None = None
     not_before: str | None = None
     lines: bool = False
+    # Bytes: the hit adds up with other rules' hits only within this many bytes of it (a property of
+    # one element, such as hidden markup, is not one passage with an element kilobytes away).
+    near: int | None = Field(default=None, ge=64)
 
     @property
     def filtered(self) -> bool:
