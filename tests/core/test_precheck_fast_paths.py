@@ -126,9 +126,12 @@ def reference_matches(self: Matcher, index: int, data: bytes, start: int):  # ty
     return (match.span() for match in self.regexes[index].finditer(data, start))
 
 
-def scan_every_rule(self: Matcher, data: bytes, lines: bytes | None = None, wanted: object = None):  # type: ignore[no-untyped-def]
-    """Matcher.scan without the ``wanted`` shortcut: every matching rule gets its start searched."""
-    return _MATCHER_SCAN(self, data, lines)
+def scan_every_rule(  # type: ignore[no-untyped-def]
+    self: Matcher, data: bytes, lines: bytes | None = None, wanted: object = None, placed: object = None
+):
+    """Matcher.scan without the ``wanted`` shortcut: every matching rule gets its start searched
+    (where a match lies in the diff is what the rule reads, not a shortcut: ``placed`` stays)."""
+    return _MATCHER_SCAN(self, data, lines, placed=placed)
 
 
 def every_layer_read(rule_scopes: frozenset[str], layer_scopes: frozenset[str]) -> bool:

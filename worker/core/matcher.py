@@ -16,7 +16,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
-from itertools import chain, islice
+from itertools import chain
 from typing import Any, Literal
 
 from worker.core.compiled import compiled_database, database_key
@@ -30,6 +30,9 @@ MAX_MATCH = 1 << 12  # no rule match is longer than this; windows overlap by as 
 Engine = Literal["auto", "hyperscan", "re"]
 
 Hit = tuple[Rule, int, int]
+# Whether a rule's match at [start, end) of the scanned data lies where the rule reads (a file its
+# ``files`` name, a line the diff adds): the caller knows the layer's place in the artifact.
+Placed = Callable[[Rule, int, int], bool]
 _CANDIDATES = 64  # filtered rules (min_entropy) try at most this many matches per layer
 # A pattern that is one character class repeated exactly N times ("[A-Za-z0-9+/=]{240}").
 _RUN_PATTERN = re.compile(rb"(\[(?:[^\]\\\[]|\\.)+\])\{([1-9][0-9]*)\}")
@@ -84,18 +87,25 @@ class Matcher:
         return db
 
     def scan(
-        self, data: bytes, lines: bytes | None = None, wanted: Callable[[Rule], bool] | None = None
+        self,
+        data: bytes,
+        lines: bytes | None = None,
+        wanted: Callable[[Rule], bool] | None = None,
+        placed: Placed | None = None,
     ) -> Iterator[Hit]:
         """First hit per rule in ``data``; ``lines`` is the same text with its newlines, for filters.
 
         ``wanted`` (asked lazily, once per rule that matched) skips rules whose
-        hit the caller would discard, before their match start is searched.
+        hit the caller would discard, before their match start is searched. ``placed`` says
+        whether a match of a rule that reads only some places (:attr:`Rule.placed`) lies in one:
+        such a rule's first match elsewhere (the same code quoted in a README ahead of the file
+        it runs in) does not hide its first match where it reads.
         """
         if not self.rules or not data:
             return
         context = data if lines is None else lines
         if self._db is None:
-            yield from self._scan_re(data, context, wanted)
+            yield from self._scan_re(data, context, wanted, placed)
             return
         first_end: dict[int, int] = {}
 
@@ -105,16 +115,23 @@ class Matcher:
         scan(self._db, self._local, data, collect)
         for index, end in first_end.items():
             if wanted is None or wanted(self.rules[index]):
-                yield from self._first_passing(index, data, context, self._search_from(index, end))
+                yield from self._first_passing(index, data, context, self._search_from(index, end), placed)
 
-    def _scan_re(self, data: bytes, context: bytes, wanted: Callable[[Rule], bool] | None) -> Iterator[Hit]:
+    def _scan_re(
+        self, data: bytes, context: bytes, wanted: Callable[[Rule], bool] | None, placed: Placed | None = None
+    ) -> Iterator[Hit]:
         """Fallback: one combined regex of the rules not hit yet, restarted after each hit.
 
         Restarting at the hit's start (without the rule just found) yields the
-        leftmost match of every rule in (hits + 1) passes.
+        leftmost match of every rule in (hits + 1) passes. Rules with a post-filter, and with
+        ``placed`` the rules that read only some places, are searched one by one instead.
         """
         keep = wanted or (lambda _rule: True)
-        plain = frozenset(i for i, r in enumerate(self.rules) if not r.filtered)
+
+        def one_by_one(rule: Rule) -> bool:
+            return rule.filtered or (placed is not None and rule.placed)
+
+        plain = frozenset(i for i, r in enumerate(self.rules) if not one_by_one(r))
         position = 0
         while plain:
             match = self._combined(plain).search(data, position)
@@ -124,8 +141,8 @@ class Matcher:
             yield self.rules[index], match.start(), match.end()
             plain, position = plain - {index}, match.start()
         for index, rule in enumerate(self.rules):
-            if rule.filtered and keep(rule):
-                yield from self._first_passing(index, data, context, 0)
+            if one_by_one(rule) and keep(rule):
+                yield from self._first_passing(index, data, context, 0, placed)
 
     def _search_from(self, index: int, end: int) -> int:
         """Where ``re`` starts looking for the rule's matches, given where Hyperscan says its first
@@ -140,14 +157,22 @@ class Matcher:
             reach = self._reach[index] = _longest_match(self.rules[index])
         return max(0, end - reach)
 
-    def _first_passing(self, index: int, data: bytes, context: bytes, start: int) -> Iterator[Hit]:
-        """The rule's first match from ``start`` that passes its post-filters (of its first few)."""
+    def _first_passing(
+        self, index: int, data: bytes, context: bytes, start: int, placed: Placed | None = None
+    ) -> Iterator[Hit]:
+        """The rule's first match from ``start`` that passes its post-filters (of its first few
+        that lie where it reads: every match elsewhere is passed over, a cheap test)."""
         rule = self.rules[index]
-        for match_start, match_end in islice(
-            self._matches(index, data, start), _CANDIDATES if rule.filtered else 1
-        ):
+        where = placed if placed is not None and rule.placed else None
+        tries = _CANDIDATES if rule.filtered else 1
+        for match_start, match_end in self._matches(index, data, start):
+            if where is not None and not where(rule, match_start, match_end):
+                continue
             if _passes(rule, context, match_start, match_end):
                 yield rule, match_start, match_end
+                return
+            tries -= 1
+            if not tries:
                 return
 
     def _matches(self, index: int, data: bytes, start: int) -> Iterator[tuple[int, int]]:

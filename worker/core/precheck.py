@@ -44,6 +44,7 @@ from itertools import chain
 
 from worker.core.decode import decode_layers, iter_decoded, json_text
 from worker.core.diff import Diff, parse_diff
+from worker.core.matcher import Placed
 from worker.core.models import Evidence, PrecheckResult, Span
 from worker.core.normalize import Compose, Layer, PieceBuilder, normalize
 from worker.core.paths import path_matches
@@ -261,15 +262,18 @@ def _scan_window(
                 and (diff is None or not rule.files or diff.has_file(rule.files))
             )
 
+        placed = None if diff is None else _placement(layer, diff)
         for ruleset in rulesets:  # each matcher holds one scope's rules: only those that read the layer
             for matcher in ruleset.flat:
                 if _reads(matcher.scopes, scopes):
-                    _record(matcher.scan(layer.flat, layer.data, wanted), layer, scopes, scan, diff)
+                    _record(matcher.scan(layer.flat, layer.data, wanted, placed), layer, scopes, scan, placed)
             if kind == "decoded":  # line-anchored rules need the lines a decoded layer no longer has
                 continue
             for matcher in ruleset.lines:
                 if _reads(matcher.scopes, scopes):
-                    _record(matcher.scan(layer.data, wanted=wanted), layer, scopes, scan, diff)
+                    _record(
+                        matcher.scan(layer.data, wanted=wanted, placed=placed), layer, scopes, scan, placed
+                    )
 
 
 def _reads(rule_scopes: frozenset[str], layer_scopes: frozenset[str]) -> bool:
@@ -312,15 +316,29 @@ def _layers(
         yield layer, "decoded"
 
 
-def _record(hits: Iterator[Hit], layer: Layer, scopes: frozenset[str], scan: Scan, diff: Diff | None) -> None:
+def _placement(layer: Layer, diff: Diff) -> Placed:
+    """Whether a match in ``layer`` (at the layer's offsets) lies where its rule reads in the diff:
+    a rule of scope ``added`` on a line the release adds (the ``added`` layer holds only those),
+    a rule with ``files`` in a file they name."""
+
+    def placed(rule: Rule, lstart: int, lend: int) -> bool:
+        start, _ = layer.offsets.span(lstart, lend)
+        if rule.scope == "added" and layer.name != "added" and not diff.in_added(start):
+            return False
+        return not rule.files or _in_files(rule.files, diff, start)
+
+    return placed
+
+
+def _record(
+    hits: Iterator[Hit], layer: Layer, scopes: frozenset[str], scan: Scan, placed: Placed | None
+) -> None:
     for rule, lstart, lend in hits:
         if rule.id in scan.evidence or rule.scope not in scopes:
             continue
+        if placed is not None and rule.placed and not placed(rule, lstart, lend):
+            continue
         start, end = layer.offsets.span(lstart, lend)
-        if diff is not None and rule.scope == "added" and layer.name != "added" and not diff.in_added(start):
-            continue
-        if diff is not None and rule.files and not _in_files(rule.files, diff, start):
-            continue
         scan.hit(rule, start, end, layer.name)
 
 

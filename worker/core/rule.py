@@ -40,6 +40,12 @@ class Rule(BaseModel):
     near: int | None = Field(default=None, ge=64)
 
     @property
+    def placed(self) -> bool:
+        """Whether the rule reads only some places of a diff (the files it names, its added
+        lines), so a match elsewhere is not its hit."""
+        return bool(self.files) or self.scope == "added"
+
+    @property
     def filtered(self) -> bool:
         """Whether a match must pass a post-filter (so every candidate is examined)."""
         vetoes = (self.unless, self.not_after, self.not_before)
