@@ -156,12 +156,8 @@ def _nearest(
         centre = evidence[rule_id]
         start = max(0, centre.span.start - reach[rule_id])
         end = min(len(data), centre.span.end + reach[rule_id])
-        around = Scan()
-        _scan_window(data, start, end, diff, rulesets, around)
+        around = _rescanned(data, diff, rulesets, evidence, start, end)
         around.evidence[rule_id] = centre
-        for other, hit in evidence.items():
-            if start <= hit.span.start < end:
-                around.evidence.setdefault(other, hit)
         if around.score > best.score:
             best = around
     return best.evidence
@@ -191,15 +187,28 @@ def _heaviest_stretch(
     best = Scan()
     for centre in sorted({e.span.start for e in evidence.values()}):  # at most one per rule
         start = max(0, min(centre - size // 2, len(data) - size))
-        end = min(len(data), start + size)
-        stretch = Scan()
-        _scan_window(data, start, end, diff, rulesets, stretch)
-        for rule_id, hit in evidence.items():
-            if start <= hit.span.start < end:
-                stretch.evidence.setdefault(rule_id, hit)
+        stretch = _rescanned(data, diff, rulesets, evidence, start, min(len(data), start + size))
         if stretch.score > best.score:
             best = stretch
     return best.evidence
+
+
+def _rescanned(
+    data: bytes,
+    diff: Diff | None,
+    rulesets: Sequence[CompiledRuleset],
+    evidence: dict[str, Evidence],
+    start: int,
+    end: int,
+) -> Scan:
+    """``data[start:end]`` scanned again on its own, with the whole scan's ``evidence`` that lies
+    inside it (a payload decoded from a blob longer than the span, computed checks)."""
+    part = Scan()
+    _scan_window(data, start, end, diff, rulesets, part)
+    for rule_id, hit in evidence.items():
+        if start <= hit.span.start < end:
+            part.evidence.setdefault(rule_id, hit)
+    return part
 
 
 _SCOPES = {  # layer kind -> rule scopes that apply to it (diff / not a diff)
