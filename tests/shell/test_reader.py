@@ -109,6 +109,9 @@ def test_a_batch_is_read_row_by_row_and_only_padded_at_the_end() -> None:
     mask[0, 1] = 0.0
     with pytest.raises(ValueError, match="padded at the end"):
         shipped.forward(tokens, mask)
+    mask[0, :] = 0.0
+    with pytest.raises(ValueError, match="every row holds a token"):
+        shipped.forward(tokens, mask)
 
 
 def test_the_integer_sums_do_not_depend_on_the_cpu() -> None:

@@ -29,9 +29,9 @@ that vetoes it when the text right after it starts with it (``you are now ready`
 The verdict is ``harmful`` iff the summed weight of the DISTINCT rules that hit
 reaches ``policy.precheck.block_score``; with ``precheck.locality_bytes``, only the
 rules that hit within one stretch of that many bytes add up, and the evidence is that
-stretch's; a rule with ``near`` (bytes) adds up only with hits that near it. A hit is evidence (rule id, byte span of the original artifact, layer,
-weight); non-decisive observations such as invisible characters or decoded payloads
-are signals. The artifact is scanned in overlapping windows, so memory stays flat and
+stretch's; a rule with ``near`` (bytes) adds up only with hits that near it. A hit is
+evidence (rule id, byte span of the original artifact, layer, weight); non-decisive
+observations such as invisible characters or decoded payloads are signals. The artifact is scanned in overlapping windows, so memory stays flat and
 every byte is seen.
 """
 

@@ -299,8 +299,10 @@ class Reader:
         """The logit of each row of a batch of token ids padded at the end (``mask``: 1.0 for a
         token, 0.0 for padding), each row read alone, as :meth:`logits` reads a window."""
         lengths = mask.sum(1).astype(np.int64)
-        if not all(mask[row, :n].all() and not mask[row, n:].any() for row, n in enumerate(lengths)):
-            raise ValueError("the reader's batches are padded at the end of each row")
+        if not all(n and mask[row, :n].all() and not mask[row, n:].any() for row, n in enumerate(lengths)):
+            raise ValueError(
+                "the reader's batches are padded at the end of each row, and every row holds a token"
+            )
         return np.array(
             [self._logit(row[:n]) for row, n in zip(tokens, lengths, strict=True)], dtype=np.float32
         )
