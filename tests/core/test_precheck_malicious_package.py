@@ -734,3 +734,20 @@ def test_a_copy_where_a_rule_does_not_read_does_not_hide_its_hit_where_it_does(e
     assert moved.evidence["mp.creds.secret-in-header"].span.start > removed.index(b"\n+" + b"fetch")
     only_docs = scan_rules(_new_files(("README.md", f"```js\n{SECRET_SENT}\n```")), rulesets)
     assert "mp.creds.secret-in-header" not in only_docs.evidence  # a code rule never reads a README
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "re"])
+def test_copies_a_veto_rejects_do_not_push_the_real_match_out_of_reach(engine):
+    """A rule's veto (an Authorization header is how API clients authenticate) is asked of every
+    match: 200 vetoed copies ahead of a secret in a custom header do not hide it (a cap of 64
+    tries did: 1.0 fell to 0.65)."""
+    from worker.core.precheck import scan_rules
+
+    rulesets = [load_ruleset("malicious-package", engine=engine)]
+    vetoed = (
+        "fetch('https://api.github.com/x', { headers: { authorization: `token ${process.env.GH_TOKEN}` } });"
+    )
+    alone = scan_rules(_new_files(("index.js", vetoed)), rulesets)
+    assert "mp.creds.secret-in-header" not in alone.evidence
+    found = scan_rules(_new_files(("index.js", "\n".join([vetoed] * 200 + [SECRET_SENT]))), rulesets)
+    assert "mp.creds.secret-in-header" in found.evidence

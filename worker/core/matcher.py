@@ -33,7 +33,10 @@ Hit = tuple[Rule, int, int]
 # Whether a rule's match at [start, end) of the scanned data lies where the rule reads (a file its
 # ``files`` name, a line the diff adds): the caller knows the layer's place in the artifact.
 Placed = Callable[[Rule, int, int], bool]
-_CANDIDATES = 64  # filtered rules (min_entropy) try at most this many matches per layer
+# Rules with ``min_entropy`` try at most this many matches per layer (each costs a count of the match's
+# bytes). A veto costs a regex on at most a few hundred bytes: vetoed rules try every match, so that
+# copies the veto rejects (a quoted phrase, an Authorization header) cannot push the real one past a cap.
+_CANDIDATES = 64
 # A pattern that is one character class repeated exactly N times ("[A-Za-z0-9+/=]{240}").
 _RUN_PATTERN = re.compile(rb"(\[(?:[^\]\\\[]|\\.)+\])\{([1-9][0-9]*)\}")
 _PARSER: Any = importlib.import_module("re._parser")  # what ``re`` compiles with (``sre_parse``)
@@ -160,19 +163,21 @@ class Matcher:
     def _first_passing(
         self, index: int, data: bytes, context: bytes, start: int, placed: Placed | None = None
     ) -> Iterator[Hit]:
-        """The rule's first match from ``start`` that passes its post-filters (of its first few
-        that lie where it reads: every match elsewhere is passed over, a cheap test)."""
+        """The rule's first match from ``start`` that passes its post-filters, of the matches that
+        lie where it reads (every match elsewhere is passed over, a cheap test); a rule with
+        ``min_entropy`` tries the first :data:`_CANDIDATES` of them."""
         rule = self.rules[index]
         where = placed if placed is not None and rule.placed else None
-        tries = _CANDIDATES if rule.filtered else 1
+        cap = 1 if not rule.filtered else _CANDIDATES if rule.min_entropy is not None else None
+        tried = 0
         for match_start, match_end in self._matches(index, data, start):
             if where is not None and not where(rule, match_start, match_end):
                 continue
             if _passes(rule, context, match_start, match_end):
                 yield rule, match_start, match_end
                 return
-            tries -= 1
-            if not tries:
+            tried += 1
+            if cap is not None and tried >= cap:
                 return
 
     def _matches(self, index: int, data: bytes, start: int) -> Iterator[tuple[int, int]]:
