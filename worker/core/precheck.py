@@ -125,7 +125,7 @@ def scan_rules(
     for rule in (rule for ruleset in rulesets for rule in ruleset.checks):
         for start, end in CHECKS[rule.check or ""](context)[:1]:
             scan.hit(rule, start, end, "check")
-    reach = {rule.id: rule.near for ruleset in rulesets for rule in ruleset.ruleset.rules if rule.near}
+    reach = {rule_id: near for ruleset in rulesets for rule_id, near in ruleset.near.items()}
     if reach.keys() & scan.evidence.keys():
         scan.evidence = _nearest(data, diff, rulesets, scan.evidence, reach, locality)
     elif locality is not None:
@@ -275,14 +275,12 @@ def _scan_window(
         for ruleset in rulesets:  # each matcher holds one scope's rules: only those that read the layer
             for matcher in ruleset.flat:
                 if _reads(matcher.scopes, scopes):
-                    _record(matcher.scan(layer.flat, layer.data, wanted, placed), layer, scopes, scan, placed)
+                    _record(matcher.scan(layer.flat, layer.data, wanted, placed), layer, scopes, scan)
             if kind == "decoded":  # line-anchored rules need the lines a decoded layer no longer has
                 continue
             for matcher in ruleset.lines:
                 if _reads(matcher.scopes, scopes):
-                    _record(
-                        matcher.scan(layer.data, wanted=wanted, placed=placed), layer, scopes, scan, placed
-                    )
+                    _record(matcher.scan(layer.data, wanted=wanted, placed=placed), layer, scopes, scan)
 
 
 def _reads(rule_scopes: frozenset[str], layer_scopes: frozenset[str]) -> bool:
@@ -339,13 +337,10 @@ def _placement(layer: Layer, diff: Diff) -> Placed:
     return placed
 
 
-def _record(
-    hits: Iterator[Hit], layer: Layer, scopes: frozenset[str], scan: Scan, placed: Placed | None
-) -> None:
+def _record(hits: Iterator[Hit], layer: Layer, scopes: frozenset[str], scan: Scan) -> None:
+    """Record ``hits`` of the layer's rules (the matcher gives only placed ones: :func:`_placement`)."""
     for rule, lstart, lend in hits:
         if rule.id in scan.evidence or rule.scope not in scopes:
-            continue
-        if placed is not None and rule.placed and not placed(rule, lstart, lend):
             continue
         start, end = layer.offsets.span(lstart, lend)
         scan.hit(rule, start, end, layer.name)

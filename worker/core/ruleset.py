@@ -54,6 +54,7 @@ class CompiledRuleset:
     flat: tuple[Matcher, ...]
     lines: tuple[Matcher, ...]
     checks: tuple[Rule, ...]
+    near: dict[str, int]  # rule id -> its ``near`` (bytes), for the rules that have one
 
     @property
     def scopes(self) -> frozenset[str]:
@@ -69,6 +70,7 @@ def compile_ruleset(ruleset: Ruleset, engine: Engine = "auto") -> CompiledRulese
         flat=_by_scope([r for r in patterns if not r.lines], engine),
         lines=_by_scope([r for r in patterns if r.lines], engine),
         checks=tuple(r for r in ruleset.rules if r.check is not None),
+        near={r.id: r.near for r in ruleset.rules if r.near is not None},
     )
 
 
