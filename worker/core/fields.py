@@ -114,7 +114,7 @@ def reader_view(data: bytes) -> Callable[[bytes], bytes] | None:
     """How a reviewer is shown a piece of ``data``'s raw bytes as the models read it: a JSON
     document written in escapes (one :func:`json_fields` reads) with its escapes undone
     (:func:`unescaped`); ``None`` for anything else, shown as it is."""
-    return unescaped if json_fields(data) is not None else None
+    return unescaped if _field_lines(data) else None
 
 
 def unescaped(chunk: bytes) -> bytes:
@@ -146,13 +146,17 @@ def json_fields(data: bytes) -> Fields | bytes | None:
     """The strings of a JSON document (or JSON Lines: one document a line) that writes text outside
     ASCII as escapes, as UTF-8 lines ``path: value``; None for anything else: not JSON, no such
     escape, no string, or over :data:`MAX_BYTES`."""
+    lines = _field_lines(data)
+    return Fields.build(data, lines) if lines else None
+
+
+def _field_lines(data: bytes) -> list[tuple[str, str]] | None:
+    """The ``(path, value)`` strings :func:`json_fields` writes, before their map to the document
+    is built (which :func:`reader_view` does not need); None or empty where it returns None."""
     if len(data) > MAX_BYTES or data[:64].lstrip(_LEAD)[:1] not in _OPEN or not _ESCAPED.search(data):
         return None
     documents = _documents(data)
-    if documents is None:
-        return None
-    lines = list(_strings(documents))
-    return Fields.build(data, lines) if lines else None
+    return None if documents is None else list(_strings(documents))
 
 
 def _parse(data: bytes) -> Any:
