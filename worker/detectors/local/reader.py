@@ -100,7 +100,9 @@ def encoder_graph(
     if integer and signed is None:  # the float32 reference has no integer products to ask about
         signed = signed_products_exact()
 
-    centres: list[str] = []
+    if integer:  # every product's activations have a row per token of the window: a zero point each
+        tokens = op("Slice", op("Shape", "x"), constant("from", np.array([0])), constant("to", np.array([1])))
+        centre = op("Expand", middle, tokens)
 
     def dense(x: str, rows: np.ndarray, row_scale: np.ndarray, bias: np.ndarray, name: str) -> str:
         """``x @ (rows * row_scale).T + bias``, with x's rows as uint8 around 128."""
@@ -109,9 +111,6 @@ def encoder_graph(
             return op("Add", op("MatMul", x, constant(name, wide)), constant(f"{name}.bias", bias))
         peak = op("ReduceMax", op("Abs", x), last, keepdims=0)  # (tokens,)
         scale = op("Add", op("Div", peak, levels), eps)
-        if not centres:  # every product's activations have one row per token: one zero point each
-            centres.append(op("Expand", middle, op("Shape", peak)))
-        centre = centres[0]
         quantized = op("QuantizeLinear", x, scale, centre, axis=0)
         products = op(  # the int32 sums times each output's weight scale, in one pass
             "MatMulIntegerToFloat",
