@@ -92,7 +92,7 @@ def votes_command(args: argparse.Namespace) -> None:
 
 
 def replay(
-    row: dict[str, Any], dissent: dict[str, float], required: int = 2, short: ShortDissent | None = None
+    row: dict[str, Any], dissent: dict[str, float], required: int = 2, short: tuple[ShortDissent, ...] = ()
 ) -> str:
     from worker.core.models import Coverage, PrecheckResult
 
@@ -119,13 +119,15 @@ def table_command(args: argparse.Namespace) -> None:
     rows = [json.loads(line) for line in Path(args.file).read_text().splitlines()]
     dissent = {k: float(v) for k, v in (pair.split("=") for pair in args.dissent or ())}
     scores = {k: float(v) for k, v in (pair.split("=") for pair in args.short_dissent or ())}
-    short = ShortDissent(up_to_bytes=args.short_bytes, scores=scores) if args.short_bytes and scores else None
+    short = (
+        (ShortDissent(up_to_bytes=args.short_bytes, scores=scores),) if args.short_bytes and scores else ()
+    )
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault((row["policy"], row["split"]), []).append(row)
     print(f"dissent: {dissent or 'off'}  (blocked = quarantine or review, as canary eval counts it)")
-    if short is not None:
-        print(f"up to {short.up_to_bytes} bytes: {short.scores}")
+    for tier in short:
+        print(f"up to {tier.up_to_bytes} bytes: {tier.scores}")
     head = (
         "policy",
         "split",

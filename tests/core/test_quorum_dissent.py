@@ -129,7 +129,7 @@ def lone_semantic(score: float, size: int) -> list[Vote]:
     ]
 
 
-SHORT = ShortDissent(up_to_bytes=1000, scores={"semantic": 0.999})
+SHORT = (ShortDissent(up_to_bytes=1000, scores={"semantic": 0.999}),)
 
 
 def test_a_short_text_has_a_lower_dissent_bar():
@@ -181,6 +181,50 @@ def test_shipped_prompt_injection_policy_reviews_only_a_very_confident_minority(
         votes = lone_semantic(score, size)
         got = decide_quorum(CLEAN, votes, 2, names, quorum.dissent, None, quorum.dissent_short)[0]
         assert got == decision, (score, size)
+
+
+TIERS = (
+    ShortDissent(up_to_bytes=1000, scores={"semantic": 0.999}),
+    ShortDissent(up_to_bytes=8000, scores={"semantic": 0.9999, "lexical": 0.99}),
+)
+
+
+def test_the_shortest_tier_that_holds_the_text_and_names_the_detector_applies():
+    """Tiers are read shortest first: a semantic vote on 1,000 bytes takes the first tier's bar, on
+    1,001 the second's, beyond 8,000 the general dissent; a lexical vote on 1,000 bytes skips the
+    first tier, which does not name it, and takes the second's; the reason names the tier."""
+    dissent = {"semantic": 0.99998}
+    decision, reason = decide_quorum(CLEAN, lone_semantic(0.9995, 1000), 2, NAMES, dissent, None, TIERS)
+    assert decision == "review" and "texts up to 1000 bytes" in reason
+    assert decide_quorum(CLEAN, lone_semantic(0.9995, 1001), 2, NAMES, dissent, None, TIERS)[0] == "allow"
+    decision, reason = decide_quorum(CLEAN, lone_semantic(0.99995, 8000), 2, NAMES, dissent, None, TIERS)
+    assert decision == "review" and "texts up to 8000 bytes" in reason
+    assert decide_quorum(CLEAN, lone_semantic(0.99995, 8001), 2, NAMES, dissent, None, TIERS)[0] == "allow"
+    assert decide_quorum(CLEAN, lone_semantic(0.99999, 8001), 2, NAMES, dissent, None, TIERS)[0] == "review"
+    lexical = [
+        vote("rules", "harmless", 0.1, size=1000),
+        vote("lexical", "harmful", 0.995, size=1000),
+        vote("semantic", "harmless", 0.2, size=1000),
+    ]
+    decision, reason = decide_quorum(CLEAN, lexical, 2, NAMES, {"lexical": 0.999}, None, TIERS)
+    assert decision == "review" and "lexical harmful at 0.995 >= 0.99 (texts up to 8000 bytes)" in reason
+
+
+def test_policy_tiers_read_one_mapping_as_one_tier_and_must_go_up_in_length():
+    """A policy may write one tier as a mapping (as before tiers) or a list of them; the lengths of a
+    list must rise, each once, or the policy is refused."""
+    one = Quorum(
+        detectors=detectors("rules", "lexical", "semantic"),
+        dissent_short={"up_to_bytes": 16384, "scores": {"semantic": 0.999}},
+    )
+    assert one.dissent_short == (ShortDissent(up_to_bytes=16384, scores={"semantic": 0.999}),)
+    assert Quorum(detectors=detectors("rules", "semantic"), dissent_short=None).dissent_short == ()
+    for lengths in ((8000, 1000), (1000, 1000)):
+        with pytest.raises(ValidationError, match="tiers go from the shortest"):
+            Quorum(
+                detectors=detectors("rules", "semantic"),
+                dissent_short=[{"up_to_bytes": n, "scores": {"semantic": 0.999}} for n in lengths],
+            )
 
 
 def test_the_gate_decides_with_the_policy_short_dissent():

@@ -134,7 +134,7 @@ def test_derived_policy_keeps_the_dissent_of_its_detectors(tmp_path, names, diss
     if "semantic" in names:
         assert short == shipped.quorum.dissent_short
     else:
-        assert short is None
+        assert short == ()
 
 
 def test_other_policy_file_as_a_setup(run, policy, data, fixture_policy, tmp_path):

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,7 +76,8 @@ SCORED_KINDS = frozenset({"rules", "lexical", "semantic"})
 class ShortDissent(_Strict):
     """Dissent scores for texts of at most ``up_to_bytes``, in place of ``Quorum.dissent``'s for
     the detectors named. A model's best window is the best of more windows in a longer text, so
-    its false alarms, and what a confident lone vote costs in reviews, grow with length."""
+    its false alarms, and what a confident lone vote costs in reviews, grow with length: a policy
+    may give several such tiers, a higher bar for each longer one."""
 
     up_to_bytes: int = Field(ge=1)
     scores: dict[str, float]
@@ -89,7 +90,8 @@ class Quorum(_Strict):
     least that score but the others outvote it, the item goes to review instead of being
     allowed. Each detector's score is its own scale (rules: summed rule weights; lexical and
     semantic: a probability), so each gets its own threshold. ``dissent_short`` sets other
-    scores for texts up to a length (the dissenting vote's coverage: the bytes it read).
+    scores for texts up to a length (the dissenting vote's coverage: the bytes it read): one tier
+    or a list of them, the shortest that holds the text and names the detector applies.
 
     ``colocate_bytes``: harmful votes add up only where they point at one passage (places at
     most that many bytes apart); None, the default: anywhere in the artifact
@@ -99,8 +101,16 @@ class Quorum(_Strict):
     detectors: tuple[DetectorSpec, ...]
     required: int = Field(default=2, ge=1)
     dissent: dict[str, float] = Field(default_factory=dict)
-    dissent_short: ShortDissent | None = None
+    dissent_short: tuple[ShortDissent, ...] = ()
     colocate_bytes: int | None = Field(default=None, ge=0)
+
+    @field_validator("dissent_short", mode="before")
+    @classmethod
+    def _tiers(cls, value: Any) -> Any:
+        """One tier (a mapping) reads as a list of one; none (null) as no tier."""
+        if value is None:
+            return ()
+        return [value] if isinstance(value, Mapping | ShortDissent) else value
 
     @model_validator(mode="after")
     def _check(self) -> Quorum:
@@ -110,8 +120,13 @@ class Quorum(_Strict):
         if self.required > len(self.detectors):
             raise ValueError("quorum.required exceeds the number of detectors")
         kinds = {d.name: d.kind for d in self.detectors}
-        short = self.dissent_short.scores if self.dissent_short else {}
-        for field, scores in (("dissent", self.dissent), ("dissent_short", short)):
+        lengths = [tier.up_to_bytes for tier in self.dissent_short]
+        if lengths != sorted(set(lengths)):
+            raise ValueError(
+                "quorum.dissent_short: tiers go from the shortest up_to_bytes up, each length once"
+            )
+        tiers = [("dissent", self.dissent)] + [("dissent_short", tier.scores) for tier in self.dissent_short]
+        for field, scores in tiers:
             for name, score in scores.items():
                 if name not in kinds:
                     raise ValueError(f"quorum.{field} names {name!r}, which is not a detector of the quorum")

@@ -29,7 +29,7 @@ def decide_quorum(
     expected: Sequence[str] = (),
     dissent: Mapping[str, float] | None = None,
     colocate: int | None = None,
-    dissent_short: ShortDissent | None = None,
+    dissent_short: Sequence[ShortDissent] = (),
 ) -> tuple[Decision, str]:
     """Apply the gate's decision rule.
 
@@ -47,7 +47,8 @@ def decide_quorum(
     whose score reaches its value turns an ``allow`` into ``review`` (a confident
     minority is not overruled). A vote without a score (LLM detectors answer only
     the strict protocol) never dissents. ``dissent_short`` gives other scores for a vote on a
-    text of at most ``up_to_bytes`` (its coverage's total).
+    text of at most ``up_to_bytes`` (its coverage's total): of its tiers (shortest first), the
+    first that holds the text and names the detector.
 
     ``colocate`` (bytes): the harmful votes count together only if they point at one passage,
     places no more than that many bytes apart (see the module docstring). Harmful votes that
@@ -97,7 +98,7 @@ def decide_quorum(
 
 
 def _dissenter(
-    votes: Sequence[Vote], counted: set[str], dissent: Mapping[str, float], short: ShortDissent | None = None
+    votes: Sequence[Vote], counted: set[str], dissent: Mapping[str, float], short: Sequence[ShortDissent] = ()
 ) -> str | None:
     """``name harmful at score >= min`` for the first counted harmful vote confident enough."""
     done: set[str] = set()
@@ -107,15 +108,14 @@ def _dissenter(
         done.add(vote.detector)
         if not vote.valid or vote.verdict != "harmful" or vote.score is None or vote.coverage is None:
             continue
-        scores = short.scores if short is not None and vote.coverage.total_bytes <= short.up_to_bytes else {}
-        least = scores.get(vote.detector, dissent.get(vote.detector))
+        tier = next(
+            (t for t in short if vote.coverage.total_bytes <= t.up_to_bytes and vote.detector in t.scores),
+            None,
+        )
+        least = tier.scores[vote.detector] if tier is not None else dissent.get(vote.detector)
         if least is None or vote.score < least:
             continue
-        bar = (
-            f"{least:g} (texts up to {short.up_to_bytes} bytes)"
-            if short and vote.detector in scores
-            else f"{least:g}"
-        )
+        bar = f"{least:g} (texts up to {tier.up_to_bytes} bytes)" if tier is not None else f"{least:g}"
         return f"{vote.detector} harmful at {vote.score:.4g} >= {bar}"
     return None
 

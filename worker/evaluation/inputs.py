@@ -176,9 +176,13 @@ def derive_policy(policy: HarmPolicy, names: Sequence[str], folder: Path) -> Pat
         "colocate_bytes": policy.quorum.colocate_bytes,
         "dissent": {name: score for name, score in policy.quorum.dissent.items() if name in names},
     }
-    short = policy.quorum.dissent_short
-    if short is not None and (kept := {n: score for n, score in short.scores.items() if n in names}):
-        data["quorum"]["dissent_short"] = {"up_to_bytes": short.up_to_bytes, "scores": kept}
+    tiers = [
+        {"up_to_bytes": tier.up_to_bytes, "scores": kept}
+        for tier in policy.quorum.dissent_short
+        if (kept := {n: score for n, score in tier.scores.items() if n in names})
+    ]
+    if tiers:
+        data["quorum"]["dissent_short"] = tiers
     slug = re.sub(r"[^A-Za-z0-9.-]+", "-", data["version"])
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{policy.id}@{slug}.yaml"

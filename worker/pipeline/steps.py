@@ -294,7 +294,7 @@ def judge(gate: Gate, item: Pending, policies: PolicyResolver) -> Report:
     """One gate's decision and report under its own policy's quorum (fail closed)."""
     reason_override = item.reason_override
     dissent: dict[str, float] = {}
-    short: ShortDissent | None = None
+    short: tuple[ShortDissent, ...] = ()
     colocate: int | None = None
     try:
         policy = policies.resolve(gate.policy_ref, gate.policy_sha256)
