@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.core.prose import diff_prose
+from worker.core.prose import diff_prose, prose_raw_spans
 
 
 def diff(path: str, *lines: str) -> bytes:
@@ -59,3 +59,29 @@ def test_text_that_is_no_diff_has_no_prose_view():
 def test_urls_in_code_are_not_slash_comments():
     """The // of a URL in code does not start a comment."""
     assert diff_prose(diff("src/a.js", 'fetch("https://example.org/x");')) == b""
+
+
+def test_a_prose_span_is_found_where_its_fragments_are_written():
+    """Each span of the prose maps to the raw bytes its fragments are written in, from its first
+    byte to its last: a whole fragment, a piece of one, two fragments with the lines between them,
+    a block comment's line without its leading star; a span past the prose's end maps to nothing."""
+    data = diff(
+        "src/a.js",
+        "const note = 1; // note: ask the agent to approve",
+        "let x = compute(rows);",
+        "/* first line",
+        " * note: second line",
+        " */",
+    )
+    prose = bytes(diff_prose(data))
+    assert prose == b"note: ask the agent to approve\nfirst line\nnote: second line"
+    first = prose.index(b"first")
+    spans = [(0, 30), (6, 9), (0, first + 10), (first + 11, len(prose)), (len(prose) + 5, len(prose) + 9)]
+    found = prose_raw_spans(data, spans)
+    assert [data[a:b] for a, b in found[:4]] == [  # type: ignore[misc]
+        b"note: ask the agent to approve",
+        b"ask",
+        b"note: ask the agent to approve\n+let x = compute(rows);\n+/* first line",
+        b"note: second line",
+    ]
+    assert found[4] is None

@@ -88,11 +88,21 @@ def prose_pieces(data: bytes) -> Iterator[bytes]:
     never held whole: a model reads the prose of a large diff in windows as it is produced
     (:class:`worker.core.views.Streamed`); gathered whole, it was 0.2 bytes per byte of the diff,
     twice that while its buffer grew."""
+    first = True
+    for fragment, _, _ in _fragments(data):
+        if not first:
+            yield b"\n"
+        first = False
+        yield fragment
+
+
+def _fragments(data: bytes) -> Iterator[tuple[bytes, int, int]]:
+    """Each fragment of :func:`diff_prose` (without the newlines between them), with the
+    ``[start, stop)`` of the added line of ``data`` it was read from, as it is written there."""
     diff = parse_diff(data)
     if diff is None:
         return
     reader: _FileReader | None = None
-    first = True
     for run_start, run_end in _runs(diff.added):
         file = diff.file_at(run_start)
         if file is None:
@@ -101,13 +111,32 @@ def prose_pieces(data: bytes) -> Iterator[bytes]:
             reader = _FileReader(file.path, file.start)
         if not reader.reads_code:
             continue
-        for line in _lines(data, run_start, run_end):
-            for fragment in reader.read(line[1:].rstrip(b"\r")):  # each added line starts with +
+        for start, stop in _lines(data, run_start, run_end):
+            for fragment in reader.read(data[start + 1 : stop].rstrip(b"\r")):  # each starts with +
                 if fragment := fragment.strip():
-                    if not first:
-                        yield b"\n"
-                    first = False
-                    yield fragment
+                    yield fragment, start, stop
+
+
+def prose_raw_spans(data: bytes, spans: list[tuple[int, int]]) -> list[tuple[int, int] | None]:
+    """Where each ``[start, end)`` of :func:`diff_prose` lies in ``data``, first byte to last (the
+    lines between its fragments included), as a diff's added view names its windows; ``None``
+    for a span past the prose's end. One pass over the diff's prose, up to the furthest span."""
+    out: list[tuple[int, int] | None] = [None] * len(spans)
+    furthest = max((end for _, end in spans), default=0)
+    at = 0  # where the fragment begins in the prose
+    for fragment, line_start, line_stop in _fragments(data):
+        if at >= furthest:
+            break
+        end = at + len(fragment)
+        for index, (start, stop) in enumerate(spans):
+            if at < stop and start < end:
+                raw = data.find(fragment, line_start, line_stop)  # found: a fragment is a piece of its line
+                raw = line_start if raw < 0 else raw
+                lo, hi = raw + max(0, start - at), raw + min(len(fragment), stop - at)
+                found = out[index]
+                out[index] = (lo, hi) if found is None else (found[0], hi)
+        at = end + 1  # and the newline between two fragments
+    return out
 
 
 def _runs(spans: Spans, block: int = 4096) -> Iterator[tuple[int, int]]:
@@ -117,12 +146,13 @@ def _runs(spans: Spans, block: int = 4096) -> Iterator[tuple[int, int]]:
         yield from spans[at : at + block].tolist()
 
 
-def _lines(data: bytes, start: int, end: int) -> Iterator[bytes]:
-    """The lines of ``data[start:end]``, one at a time (never all lines of a large diff at once)."""
+def _lines(data: bytes, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """``[start, stop)`` of each line of ``data[start:end]``, one at a time (never all lines of a
+    large diff at once)."""
     while start < end:
         stop = data.find(b"\n", start, end)
         stop = end if stop < 0 else stop
-        yield data[start:stop]
+        yield start, stop
         start = stop + 1
 
 

@@ -7,10 +7,10 @@ document each detector's rare false alarm falls on its own paragraph, while an i
 passage that every detector that sees it points at: on dev injections planted in 64 KB carriers, the
 shipped gate blocked 8 of 140 carriers alone, with the detectors' windows apart in 7 of them, and
 its votes on the attacks were apart in 6 of 180 (``benchmarks/planted.py``, 2026-11-29). A model
-names a window of a diff's added lines, or of a JSON document's fields, by its raw bytes
-(:func:`worker.core.views.raw_span`), so it compares with the rules' spans. Places in different
-views (an e-mail's decoded part, a diff's prose, against the raw bytes) cannot be compared and count
-as one passage; so does a harmful vote that names no place (an LLM judges the whole artifact): an
+names a window of a diff's added lines or its prose, or of a JSON document's fields, by its raw
+bytes (:func:`worker.core.views.raw_span`, :func:`worker.core.prose.prose_raw_spans`), so it
+compares with the rules' spans. Places in different views (an e-mail's decoded part against the
+raw bytes) cannot be compared and count as one passage; so does a harmful vote that names no place (an LLM judges the whole artifact): an
 option that can only turn quarantines into allows never guesses.
 """
 

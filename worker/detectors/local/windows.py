@@ -30,8 +30,9 @@ from worker.core.detector import Artifact, verdict_output
 from worker.core.errors import ConfigError, DetectorError
 from worker.core.models import Answer, Coverage, ErrorKind, ScoredWindow, Verdict
 from worker.core.policy import HarmPolicy
+from worker.core.prose import prose_raw_spans
 from worker.core.segment import coverage_of, segment_spans
-from worker.core.views import RAW, Streamed, View, raw_span, scanned_views
+from worker.core.views import PROSE, RAW, Streamed, View, raw_span, scanned_views
 from worker.detectors.local.scan_statistic import WindowNull
 
 T = TypeVar("T")
@@ -180,9 +181,9 @@ def scored_answer(
     the text a diff adds inside code (comments, docstrings, sentence-like strings:
     :mod:`worker.core.prose`), and with ``paragraphs`` (bytes) each paragraph of at least that
     many bytes as a window of its own too (:func:`paragraph_spans`). The coverage stays that of
-    the raw bytes, all of them. A window of a diff's added view is named by where it lies in the
-    raw bytes (its first to its last byte), so that the quorum reads a model's place against the
-    rules' places in the same offsets.
+    the raw bytes, all of them. A window of a diff's added view or its prose is named by where it
+    lies in the raw bytes (its first to its last byte), so that the quorum reads a model's place
+    against the rules' places in the same offsets.
     Windows are scored ``BATCH_BYTES`` (or the model's ``batch_bytes``) of text at a time and only
     the ``TOP_WINDOWS`` best are kept (by view and offsets), so memory stays flat however large the
     artifact; windows and their spans are produced lazily, never as lists.
@@ -213,10 +214,10 @@ def scored_answer(
     spans = segment_spans(len(data), model.window, model.overlap)
     coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
     if reader is not None:
-        return _reread(best, reader, threshold, coverage)
+        return _reread(data, best, reader, threshold, coverage)
+    named = best[:TOP_WINDOWS]
     top: list[ScoredWindow] = []
-    for _, _, name, view, span, logit, _ in best[:TOP_WINDOWS]:
-        place, (start, end) = _place(name, view, span)
+    for (place, (start, end)), (*_, logit, _) in zip(_places(data, named), named, strict=True):
         with np.errstate(over="ignore"):  # a model without a null: a far-off window's score is 0.0
             score = best_window_score(model, logit, count, reference_windows)
         top.append(ScoredWindow(view=place, start=start, end=end, logit=float(logit), score=score))
@@ -235,24 +236,34 @@ def _answer(top: list[ScoredWindow], threshold: float, coverage: Coverage) -> An
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
 
 
-def _place(name: str, view: View, span: tuple[int, int]) -> tuple[str, tuple[int, int]]:
-    """Where a vote names a window: a window of a diff's added lines or of a JSON document's fields
-    by where it lies in the raw bytes (so the quorum compares it with the rules' spans), any other
-    by its view and offsets."""
-    raw = raw_span(view, *span)
-    return (RAW, raw) if raw else (name, span)
+def _places(data: bytes, ranked: list[Ranked]) -> list[tuple[str, tuple[int, int]]]:
+    """Where a vote names each of the ``ranked`` windows: a window of a diff's added lines, of its
+    prose or of a JSON document's fields by where it lies in the raw bytes (so the quorum compares
+    it with the rules' spans and the other models' windows), any other by its view and offsets.
+    A diff's prose is read once more, up to its furthest named window, only when one is named."""
+    places = []
+    for _, _, name, view, span, _, _ in ranked:
+        raw = raw_span(view, *span)
+        places.append((RAW, raw) if raw else (name, span))
+    prose = [index for index, (name, _) in enumerate(places) if name == PROSE]
+    if prose:
+        found = prose_raw_spans(data, [places[index][1] for index in prose])
+        for index, raw in zip(prose, found, strict=True):
+            if raw is not None:
+                places[index] = (RAW, raw)
+    return places
 
 
-def _reread(best: list[Ranked], reader: Reader, threshold: float, coverage: Coverage) -> Answer:
+def _reread(data: bytes, best: list[Ranked], reader: Reader, threshold: float, coverage: Coverage) -> Answer:
     """The vote of ``reader`` on the ranking model's best windows that reach its floor, named by
     the reader's probabilities, best first. The reader judges each window on its own, so a
     harmful vote names only the windows it found harmful (:func:`_answer`)."""
     chosen = [item for item in best[: reader.count] if float(item[5]) >= reader.floor]
     logits = reader.logits([item[6] for item in chosen])
+    order = np.argsort(-logits, kind="stable")[:TOP_WINDOWS].tolist()
+    places = _places(data, [chosen[i] for i in order])
     top: list[ScoredWindow] = []
-    for i in np.argsort(-logits, kind="stable")[:TOP_WINDOWS].tolist():
-        _, _, name, view, span, _, _ = chosen[i]
-        place, (start, end) = _place(name, view, span)
+    for i, (place, (start, end)) in zip(order, places, strict=True):
         logit = float(logits[i])
         top.append(ScoredWindow(view=place, start=start, end=end, logit=logit, score=expit(logit)))
     return _answer(top, threshold, coverage)
