@@ -10,8 +10,9 @@ its votes on the attacks were apart in 6 of 180 (``benchmarks/planted.py``, 2026
 names a window of a diff's added lines or its prose, or of a JSON document's fields, by its raw
 bytes (:func:`worker.core.views.raw_span`, :func:`worker.core.prose.prose_raw_spans`), so it
 compares with the rules' spans. Places in different views (an e-mail's decoded part against the
-raw bytes) cannot be compared and count as one passage; so does a harmful vote that names no place (an LLM judges the whole artifact): an
-option that can only turn quarantines into allows never guesses.
+raw bytes) cannot be compared and count as one passage; so does a harmful vote that names no place
+(an LLM judges the whole artifact): an option that can only turn quarantines into allows never
+guesses.
 """
 
 from __future__ import annotations
