@@ -3,9 +3,10 @@
 A :class:`Matcher` is a single Hyperscan database when Hyperscan is importable, else one
 combined Python regex (same answers, slower). Hyperscan says which rules match and where each
 first match ends; the rule's Python regex then reads the match from the pattern's longest match
-(at most :data:`MAX_MATCH` bytes) before that end, so both engines report the same spans. Rules with a post-filter
-(``min_entropy``, ``unquoted``, ``unless``, ``not_after``, ``not_before``) try their first
-matches in order until one passes, the others take their first.
+(at most :data:`MAX_MATCH` bytes) before that end, so both engines report the same spans. Rules
+with a post-filter (``unquoted``, ``unless``, ``not_after``, ``not_before``) try their matches in
+order until one passes, those with ``min_entropy`` their first :data:`_CANDIDATES`; the others take
+their first. A rule that reads only some places of a diff passes over its matches elsewhere.
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ reaches ``policy.precheck.block_score``; with ``precheck.locality_bytes``, only 
 rules that hit within one stretch of that many bytes add up, and the evidence is that
 stretch's; a rule with ``near`` (bytes) adds up only with hits that near it. A hit is
 evidence (rule id, byte span of the original artifact, layer, weight); non-decisive
-observations such as invisible characters or decoded payloads are signals. The artifact is scanned in overlapping windows, so memory stays flat and
-every byte is seen.
+observations such as invisible characters or decoded payloads are signals. The artifact is
+scanned in overlapping windows, so memory stays flat and every byte is seen.
 """
 
 from __future__ import annotations

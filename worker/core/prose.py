@@ -128,10 +128,11 @@ def prose_raw_spans(data: bytes, spans: list[tuple[int, int]]) -> list[tuple[int
         if at >= furthest:
             break
         end = at + len(fragment)
-        for index, (start, stop) in enumerate(spans):
-            if at < stop and start < end:
-                raw = data.find(fragment, line_start, line_stop)  # found: a fragment is a piece of its line
-                raw = line_start if raw < 0 else raw
+        if overlapped := [index for index, (start, stop) in enumerate(spans) if at < stop and start < end]:
+            raw = data.find(fragment, line_start, line_stop)  # found: a fragment is a piece of its line
+            raw = line_start if raw < 0 else raw
+            for index in overlapped:
+                start, stop = spans[index]
                 lo, hi = raw + max(0, start - at), raw + min(len(fragment), stop - at)
                 found = out[index]
                 out[index] = (lo, hi) if found is None else (found[0], hi)
