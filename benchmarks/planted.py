@@ -1,7 +1,8 @@
 """Is an injection still found when it is planted inside a real carrier? Dev attacks, planted.
 
     python benchmarks/planted.py [--policy prompt-injection] [--size 1024 --size 65536]...
-        [--setup rules,lexical,semantic]... [--carriers N] [--by-kind] [FILE.jsonl[.gz]]
+        [--setup rules,lexical,semantic]... [--carriers N] [--by-kind] [--kind KIND]...
+        [--mail-encoding 8bit|base64|quoted-printable] [FILE.jsonl[.gz]]
 
 The labelled records are short; what the gate reads is a README, a release diff, an e-mail, a
 ticket, a table or tool output of 1-64 KB with the instruction somewhere inside. For every size,
@@ -16,13 +17,17 @@ registry READMEs that no model was trained on (``worker/training/corpus/data/car
 It runs ``canary eval --json`` on the bare records and on each planted copy, and prints the
 detection rate bare and planted, and the false-positive rate of the carriers alone; ``--by-kind``
 adds both per kind of carrier for each size (where the attacks are lost, which carriers are blocked
-alone). Nothing is trained or tuned here.
+alone). ``--kind`` keeps only those kinds (``--kind email``: every record in an e-mail);
+``--mail-encoding`` sends the e-mails' text part base64 or quoted-printable, as most mailers send
+non-ASCII text (the size is the text's, before encoding). Nothing is trained or tuned here.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import quopri
 import random
 import tempfile
 from collections.abc import Callable
@@ -67,8 +72,33 @@ def _diff(rng: random.Random, diffs: list[str], size: int, payload: str | None) 
     return before + "\n".join(prefix + line for line in payload.split("\n")) + "\n" + after
 
 
+def _email(body: str, encoding: str) -> str:
+    """An e-mail with ordinary headers whose one text part is ``body``, sent as ``encoding`` (``8bit``:
+    as it stands; ``base64`` or ``quoted-printable``: as most mailers send text with non-ASCII or
+    long lines)."""
+    headers = (
+        "From: team@news.example.org\nTo: user@example.com\nSubject: Monthly update\n"
+        "Date: Mon, 3 Nov 2025 08:00:00 +0000\nMessage-ID: <a1b2c3@news.example.org>\nMIME-Version: 1.0\n"
+        "Content-Type: text/plain; charset=utf-8\n"
+    )
+    raw = body.encode("utf-8")
+    if encoding == "base64":
+        text = base64.encodebytes(raw).decode("ascii")
+    elif encoding == "quoted-printable":
+        text = quopri.encodestring(raw).decode("ascii")
+    else:
+        return headers + "\n" + body
+    return headers + f"Content-Transfer-Encoding: {encoding}\n\n" + text
+
+
 def _carrier(
-    kind: str, rng: random.Random, readmes: list[str], diffs: list[str], size: int, payload: str | None
+    kind: str,
+    rng: random.Random,
+    readmes: list[str],
+    diffs: list[str],
+    size: int,
+    payload: str | None,
+    mail_encoding: str = "8bit",
 ) -> str:
     if kind == "diff":
         return _diff(rng, diffs, size, payload)
@@ -77,11 +107,7 @@ def _carrier(
     if kind == "readme":
         return inside("" if payload is None else payload + "\n")
     if kind == "email":
-        return (
-            "From: team@news.example.org\nTo: user@example.com\nSubject: Monthly update\n"
-            "Date: Mon, 3 Nov 2025 08:00:00 +0000\nMessage-ID: <a1b2c3@news.example.org>\nMIME-Version: 1.0\n"
-            "Content-Type: text/plain; charset=utf-8\n\n" + inside("" if payload is None else payload + "\n")
-        )
+        return _email(inside("" if payload is None else payload + "\n"), mail_encoding)
     if kind == "ticket":
         return "Issue #4821: Build fails after upgrade\nStatus: open\n\n" + inside(
             "" if payload is None else payload + "\n"
@@ -116,18 +142,21 @@ def write_planted(
     size: int,
     carriers: int,
     seed: int,
+    kinds: tuple[str, ...] = KINDS,
+    mail_encoding: str = "8bit",
 ) -> None:
-    """The harmful records planted in carriers of ``size`` bytes, then ``carriers`` carriers alone."""
+    """The harmful records planted in carriers of ``size`` bytes, then ``carriers`` carriers alone;
+    the kinds of carrier taken in turn."""
     rng = random.Random(seed)
     with out.open("w", encoding="utf-8") as dst:
         for index, record in enumerate(records):
-            kind = KINDS[index % len(KINDS)]
+            kind = kinds[index % len(kinds)]
             room = max(0, size - len(record["text"].encode("utf-8")))
-            text = _carrier(kind, rng, readmes, diffs, room, record["text"])
+            text = _carrier(kind, rng, readmes, diffs, room, record["text"], mail_encoding)
             dst.write(json.dumps({**record, "text": text, "source": f"planted-{kind}"}) + "\n")
         for index in range(carriers):
-            kind = KINDS[index % len(KINDS)]
-            text = _carrier(kind, rng, readmes, diffs, size, None)
+            kind = kinds[index % len(kinds)]
+            text = _carrier(kind, rng, readmes, diffs, size, None, mail_encoding)
             dst.write(
                 json.dumps(
                     {
@@ -154,6 +183,15 @@ def main() -> None:
     parser.add_argument("--setup", action="append", help="detector setups (default: the shipped gate)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--by-kind", action="store_true", help="also the rates per kind of carrier")
+    parser.add_argument(
+        "--kind", action="append", choices=KINDS, help="only these kinds of carrier (repeatable; default all)"
+    )
+    parser.add_argument(
+        "--mail-encoding",
+        choices=("8bit", "base64", "quoted-printable"),
+        default="8bit",
+        help="how the e-mail carriers send their text part (default 8bit: as it stands)",
+    )
     args = parser.parse_args()
     source = Path(args.file or default_datasets_dir() / args.policy / "dev.jsonl.gz")
     records = [r for r in read_records(source) if r["label"] == "harmful"]
@@ -164,8 +202,10 @@ def main() -> None:
         if r["label"] == "harmless"
     ]
     setups = tuple(args.setup or ("rules,lexical,semantic",))
+    kinds = tuple(kind for kind in KINDS if kind in (args.kind or KINDS))
+    mail = f" (e-mails sent {args.mail_encoding})" if "email" in kinds else ""
     print(
-        f"# {len(records)} harmful records of {source} under {args.policy}: bare, and planted in carriers of {', '.join(KINDS)}"
+        f"# {len(records)} harmful records of {source} under {args.policy}: bare, and planted in carriers of {', '.join(kinds)}{mail}"
     )
     print(
         f"{'setup':24} {'input':>8} {'attacks':>7} {'caught':>7} {'rate':>7} {'carriers':>8} {'FP':>4} {'FPR':>6}"
@@ -179,7 +219,17 @@ def main() -> None:
             )
         for size in args.size or [1024, 8192, 65536]:
             path = Path(scratch) / f"planted-{size}.jsonl"
-            write_planted(records, path, readmes, diffs, size, args.carriers, args.seed + size)
+            write_planted(
+                records,
+                path,
+                readmes,
+                diffs,
+                size,
+                args.carriers,
+                args.seed + size,
+                kinds,
+                args.mail_encoding,
+            )
             for row in evaluate(path, args.policy, setups):
                 attacks = int(row["n"]) - args.carriers
                 caught = attacks - int(row["fn"])
@@ -189,13 +239,13 @@ def main() -> None:
                     flush=True,
                 )
                 if args.by_kind:
-                    print_by_kind(row)
+                    print_by_kind(row, kinds)
 
 
-def print_by_kind(row: dict) -> None:
+def print_by_kind(row: dict, kinds: tuple[str, ...] = KINDS) -> None:
     """One line per carrier kind of a planted run: attacks caught in it, and it blocked alone."""
     by_source = row.get("by_source", {})
-    for kind in KINDS:
+    for kind in kinds:
         planted = by_source.get(f"planted-{kind}", {})
         alone = by_source.get(f"carrier-{kind}", {})
         attacks, missed = int(planted.get("n", 0)), int(planted.get("fn", 0))
