@@ -90,6 +90,25 @@ def test_places_in_other_views_cannot_be_compared_and_count_as_one_passage():
     assert decide(votes) == "quarantine"
 
 
+def test_a_window_that_names_its_raw_bytes_is_compared_by_them():
+    """A window of an e-mail's decoded part is shown in the part's offsets but names the encoded
+    lines that write it (``raw``): the quorum compares those with the rules' spans and the other
+    model's windows, far apart or near; without ``raw`` it counts as every passage."""
+
+    def decoded(start: int, end: int, raw: tuple[int, int] | None) -> tuple[ScoredWindow, ...]:
+        return (ScoredWindow(view="decoded:0", start=start, end=end, logit=1.0, score=0.9, raw=raw),)
+
+    rules = vote("rules", "harmful", at((60_100, 60_140)))
+    far = vote("lexical", "harmful", decoded(2_048, 2_560, (3_000, 3_770)))
+    near = vote("lexical", "harmful", decoded(43_000, 43_512, (59_900, 60_670)))
+    unplaced = vote("lexical", "harmful", decoded(2_048, 2_560, None))
+    assert decide([rules, far, vote("semantic", "harmless")]) == "allow"
+    assert decide([rules, near, vote("semantic", "harmless")]) == "quarantine"
+    assert decide([rules, unplaced, vote("semantic", "harmless")]) == "quarantine"
+    other = vote("semantic", "harmful", decoded(2_300, 2_812, (3_300, 4_070)))
+    assert decide([vote("rules", "harmless"), far, other]) == "quarantine"  # two decoded windows, one passage
+
+
 def test_a_vote_without_places_points_everywhere():
     """An LLM vote names no window: it agrees with any other harmful vote."""
     votes = [vote("rules", "harmless"), vote("lexical", "harmful", at((0, 512))), vote("semantic", "harmful")]

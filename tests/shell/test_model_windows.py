@@ -57,7 +57,8 @@ def test_the_best_window_covers_the_injection(make: type[Detector], before: int)
 @pytest.mark.parametrize("make", DETECTORS)
 def test_a_decoded_mail_body_window_names_its_view(make: type[Detector]) -> None:
     """A request in a base64 e-mail body is found in the decoded view, and that view rebuilt from
-    the stored bytes gives the request's text back at the window's offsets."""
+    the stored bytes gives the request's text back at the window's offsets; the window also names
+    the encoded lines that write it (inside the body), where the quorum compares it."""
     mail = EmailMessage()
     mail["Subject"] = "Invoices"
     mail.set_content(
@@ -73,6 +74,9 @@ def test_a_decoded_mail_body_window_names_its_view(make: type[Detector]) -> None
     assert view is not None
     assert b"billing-archive@outside-vendor.example" in view[decoded.start : decoded.end]
     assert b"billing-archive" not in raw  # only the decoded view holds it
+    assert decoded.raw is not None
+    body = raw.index(b"\n\n") + 2
+    assert body <= decoded.raw[0] < decoded.raw[1] <= len(raw)
 
 
 @pytest.mark.parametrize("make", DETECTORS)

@@ -8,7 +8,8 @@ and reversal apply to the whole parent with exact maps (each once: ROT13 of a
 reversed text is not built, a full-size layer for a rare trick; decoded
 payloads do get both).
 
-Decoded layers are flat: newlines read as spaces, payloads end with a NUL.
+Decoded layers are flat: newlines read as spaces, payloads end with a NUL; an e-mail body
+(base64 or quoted-printable, a document) keeps its lines and is normalized as the text is.
 Legitimate encodings decode to nothing scannable and are skipped early:
 lockfile ``integrity: sha512-...`` hashes, ``data:image/png;base64,...`` URIs,
 hex digests (binary once decoded). Only payloads that decode to text are kept.
@@ -18,11 +19,13 @@ from __future__ import annotations
 
 import html
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
 from worker.core.literals import LiteralSet
+from worker.core.mail import encoded_lines
 from worker.core.normalize import (
     Compose,
     Layer,
@@ -102,7 +105,10 @@ def _decode_once(parent: Layer) -> Iterator[Layer]:
         for kind, payloads in by_kind.items():
             builder = PieceBuilder()  # payload -> its encoded run in the parent, then the parent's map
             for _, start, end, decoded in payloads:  # NUL keeps rules from matching across payloads
-                builder.add(b" ".join(decoded.split()) + b"\x00", start, end, False)
+                if kind in _DOCUMENTS:
+                    _add_document(builder, kind, parent.data, start, end, decoded)
+                else:
+                    builder.add(b" ".join(decoded.split()) + b"\x00", start, end, False)
             data, pieces = builder.build()
             yield Layer(prefix + kind, data, Compose(pieces, parent.offsets), parent.depth + 1)
         if parent.depth == 0 and (page := _html_text(parent)) is not None:
@@ -114,6 +120,38 @@ def _decode_once(parent: Layer) -> Iterator[Layer]:
         flipped = Reverse(parent.offsets, len(parent.data))
         backwards = np.frombuffer(parent.flat, dtype=np.uint8)[::-1].tobytes()  # 2x faster than [::-1]
         yield Layer(prefix + "reversed", backwards, flipped, parent.depth + 1)
+
+
+# Encodings that carry a whole document (an e-mail body): decoded, it is text with lines, read as
+# the artifact's own text is (normalized, line rules and all), not a payload hidden in it. Its text
+# maps to the encoded lines that write it, in pieces of about this many decoded bytes (each ending at
+# a line's end): a rule's hit points at a passage of the body, not at the whole body.
+_DOCUMENTS = frozenset({"mime-base64", "quoted-printable"})
+DOCUMENT_PIECE = 1024
+
+
+def _add_document(
+    builder: PieceBuilder, kind: str, data: bytes, start: int, end: int, decoded: bytes
+) -> None:
+    """Add the document ``decoded`` from ``data[start:end]`` to ``builder``: on a line of its own,
+    normalized (:func:`worker.core.normalize.normalize`) with its lines kept, a NUL after it, each
+    piece of it mapped to the encoded lines that write it; the whole to the whole run where its
+    lines decoded one by one are not ``decoded``."""
+    lines = encoded_lines(data[start:end], "base64" if kind == "mime-base64" else kind, decoded)
+    if lines is None:
+        builder.add(b"\n" + normalize(decoded).data + b"\x00", start, end, False)
+        return
+    line_starts, text_starts = [start + at for at in lines[0]], lines[1]
+    begin, lead = 0, b"\n"
+    while begin < len(decoded):
+        stop = decoded.find(b"\n", begin + DOCUMENT_PIECE)
+        stop = len(decoded) if stop < 0 else stop + 1
+        first = bisect_right(text_starts, begin) - 1
+        last = bisect_right(text_starts, stop - 1)  # the encoded line after the one holding the end
+        text = normalize(decoded[begin:stop]).data
+        builder.add(lead + (text.lstrip() if begin else text), line_starts[first], line_starts[last], False)
+        begin, lead = stop, b""
+    builder.add(b"\x00", end, end, False)
 
 
 def _rewrite(

@@ -86,7 +86,9 @@ class ScoredWindow(Frozen):
 
     ``start``/``end`` are byte offsets into ``view``, the view of the artifact the model read
     (``raw``, ``added``, ``decoded:N``, ``prose``: :mod:`worker.core.views`). ``logit`` is the
-    window's own; ``score`` what the vote's score would be were this window the best.
+    window's own; ``score`` what the vote's score would be were this window the best. ``raw``: for a
+    window of a view shown in offsets of its own (an e-mail's decoded part), the ``[start, end)`` of
+    the artifact's bytes that write it, where known (the quorum compares places by it).
     """
 
     view: str = "raw"
@@ -94,6 +96,7 @@ class ScoredWindow(Frozen):
     end: int = Field(ge=0)
     logit: float
     score: float
+    raw: tuple[int, int] | None = None
 
 
 class Answer(Frozen):

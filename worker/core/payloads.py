@@ -107,7 +107,7 @@ def encoded_runs(data: bytes) -> list[Payload]:
         declared = _QP_HEADER.search(data)
         if declared is not None:
             runs.append(
-                ("quoted-printable", declared.start(), len(data), binascii.a2b_qp(data[declared.end() :]))
+                ("quoted-printable", declared.end(), len(data), binascii.a2b_qp(data[declared.end() :]))
             )
     return [run for run in runs if _textual(run[3])]
 

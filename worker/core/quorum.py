@@ -9,8 +9,9 @@ shipped gate blocked 8 of 140 carriers alone, with the detectors' windows apart 
 its votes on the attacks were apart in 6 of 180 (``benchmarks/planted.py``, 2026-11-29). A model
 names a window of a diff's added lines or its prose, or of a JSON document's fields, by its raw
 bytes (:func:`worker.core.views.raw_span`, :func:`worker.core.prose.prose_raw_spans`), so it
-compares with the rules' spans. Places in different views (an e-mail's decoded part against the
-raw bytes) cannot be compared and count as one passage; so does a harmful vote that names no place
+compares with the rules' spans; a window of an e-mail's decoded text part names the encoded lines
+that write it (``ScoredWindow.raw``). Places in different views (a decoded part whose lines cannot
+be told against the raw bytes) cannot be compared and count as one passage; so does a harmful vote that names no place
 (an LLM judges the whole artifact): an option that can only turn quarantines into allows never
 guesses.
 """
@@ -19,8 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from worker.core.models import Decision, PrecheckResult, Vote
+from worker.core.models import Decision, PrecheckResult, ScoredWindow, Vote
 from worker.core.policy import ShortDissent
+
+RAW = "raw"  # the artifact's bytes as stored (worker.core.views.RAW)
 
 
 def decide_quorum(
@@ -124,20 +127,24 @@ def _dissenter(
 def most_together(votes: Sequence[Vote], slack: int) -> int:
     """The most ``votes`` that point at one passage: places within ``slack`` bytes of one of the
     places they name. A vote that names no place points everywhere."""
-    anchors = [w for vote in votes for w in vote.windows]
+    places = [[_place(w) for w in vote.windows] for vote in votes]
+    anchors = [place for named in places for place in named]
     if not anchors:
         return len(votes)
     return max(
         sum(
-            not vote.windows
-            or any(
-                w.view != anchor.view or near((w.start, w.end), (anchor.start, anchor.end), slack)
-                for w in vote.windows
-            )
-            for vote in votes
+            not named or any(view != at[0] or near(span, at[1], slack) for view, span in named)
+            for named in places
         )
-        for anchor in anchors
+        for at in anchors
     )
+
+
+def _place(window: ScoredWindow) -> tuple[str, tuple[int, int]]:
+    """Where ``window`` lies: its raw bytes where it names them, else its view and offsets."""
+    if window.raw is not None:
+        return RAW, window.raw
+    return window.view, (window.start, window.end)
 
 
 def near(a: tuple[int, int], b: tuple[int, int], slack: int) -> bool:

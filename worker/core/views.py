@@ -8,6 +8,8 @@ artifact with :func:`view_bytes` to show them. The names:
 
 - ``raw``: the artifact's bytes as stored;
 - ``added``: a diff without its removed lines (:func:`added_view`);
+- ``unencoded``: an e-mail without the encoded bodies of the text parts it is read as, decoded
+  (:func:`unencoded_view`), read instead of ``raw``; named by raw bytes, as ``added`` is;
 - ``decoded:N``: the N-th decoded text part of an e-mail (:func:`worker.core.mail.decoded_text_parts`);
 - ``prose``: the comments, docstrings and sentences a diff adds (:func:`worker.core.prose.diff_prose`);
 - ``fields``: a JSON document written in escapes, its strings as ``path: value`` lines
@@ -31,7 +33,7 @@ import numpy.typing as npt
 
 from worker.core.diff import parse_diff
 from worker.core.fields import Fields, json_fields
-from worker.core.mail import decoded_text_parts
+from worker.core.mail import decoded_text_parts, text_parts
 from worker.core.prose import diff_prose, prose_pieces
 from worker.core.segment import segment_spans
 from worker.core.slugs import Deslugged, slug_runs
@@ -120,7 +122,7 @@ class Streamed:
 Sliceable = bytes | bytearray | Spliced  # a view held whole: ``len`` and slices, as a reviewer reads it
 View = Sliceable | Deslugged | Streamed  # a view as a model reads it
 
-RAW, ADDED, PROSE, FIELDS, DECODED = "raw", "added", "prose", "fields", "decoded:"
+RAW, ADDED, UNENCODED, PROSE, FIELDS, DECODED = "raw", "added", "unencoded", "prose", "fields", "decoded:"
 
 
 def added_view(data: bytes) -> bytes:
@@ -145,8 +147,9 @@ def _added(data: bytes) -> bytes | Spliced:
 
 def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) -> Iterator[tuple[str, View]]:
     """Every view a windowed model reads, by name, each built only when the one before is read: the
-    raw bytes (or, ``added_only``, the diff without its removed lines), each decoded e-mail text
-    part and, with ``prose``, a diff's prose, the first view read with its slugs written as words
+    raw bytes (or, ``added_only``, the diff without its removed lines; or an e-mail without the
+    encoded bodies of its text parts, :func:`unencoded_view`), each decoded e-mail text part and,
+    with ``prose``, a diff's prose, the first view read with its slugs written as words
     (:func:`deslugged`). A JSON document written in escapes is read as its fields instead
     (:func:`worker.core.fields.json_fields`): they hold all its text, the raw windows only that
     text's escapes."""
@@ -154,15 +157,37 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
     if fields is not None:
         yield FIELDS, deslugged(fields) if prose else fields
         return
-    first = _added(data) if added_only else data
-    yield (RAW if first is data else ADDED), deslugged(first) if prose else first
+    parts = text_parts(data)
+    name, first = RAW, (_added(data) if added_only else data)
+    if first is not data:
+        name = ADDED
+    elif bodies := [part.body for part in parts if part.body is not None]:
+        name, first = UNENCODED, _without(data, bodies)
+    yield name, deslugged(first) if prose else first
     del first
-    for index, part in enumerate(decoded_text_parts(data)):
-        yield f"{DECODED}{index}", part
+    for index, part in enumerate(parts):
+        yield f"{DECODED}{index}", part.text
     if prose:
         pieces = prose_pieces(data)
         if (head := next(pieces, None)) is not None:
             yield PROSE, Streamed(chain((head,), pieces))
+
+
+def unencoded_view(data: bytes) -> bytes | Spliced:
+    """An e-mail without the encoded bodies of the text parts it is also read as, decoded
+    (:func:`worker.core.mail.text_parts`): its headers, boundaries and any other part, as they stand;
+    anything else, as it is."""
+    bodies = [part.body for part in text_parts(data) if part.body is not None]
+    return _without(data, bodies) if bodies else data
+
+
+def _without(data: bytes, spans: list[tuple[int, int]]) -> Spliced:
+    """``data`` without the ``spans`` (in order, apart) as a :class:`Spliced`."""
+    cuts = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    kept = np.empty((len(cuts) + 1, 2), dtype=np.int64)  # the gaps between the cut spans
+    kept[0, 0], kept[1:, 0] = 0, cuts[:, 1]
+    kept[:-1, 1], kept[-1, 1] = cuts[:, 0], len(data)
+    return Spliced(data, kept)
 
 
 def deslugged(view: Sliceable) -> Sliceable | Deslugged:
@@ -194,6 +219,8 @@ def view_bytes(data: bytes, view: str) -> Sliceable | None:
         return data
     if view == ADDED:
         return added_view(data)
+    if view == UNENCODED:
+        return unencoded_view(data)
     if view == PROSE:
         return diff_prose(data)
     if view == FIELDS:

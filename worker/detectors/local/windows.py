@@ -28,11 +28,12 @@ import numpy as np
 from policies.loader import current_sha256, default_models_dir
 from worker.core.detector import Artifact, verdict_output
 from worker.core.errors import ConfigError, DetectorError
+from worker.core.mail import text_parts
 from worker.core.models import Answer, Coverage, ErrorKind, ScoredWindow, Verdict
 from worker.core.policy import HarmPolicy
 from worker.core.prose import prose_raw_spans
 from worker.core.segment import coverage_of, segment_spans
-from worker.core.views import PROSE, RAW, Streamed, View, raw_span, scanned_views
+from worker.core.views import DECODED, PROSE, RAW, Streamed, View, raw_span, scanned_views
 from worker.detectors.local.scan_statistic import WindowNull
 
 T = TypeVar("T")
@@ -217,10 +218,10 @@ def scored_answer(
         return _reread(data, best, reader, threshold, coverage)
     named = best[:TOP_WINDOWS]
     top: list[ScoredWindow] = []
-    for (place, (start, end)), (*_, logit, _) in zip(_places(data, named), named, strict=True):
+    for (place, (start, end), raw), (*_, logit, _) in zip(_places(data, named), named, strict=True):
         with np.errstate(over="ignore"):  # a model without a null: a far-off window's score is 0.0
             score = best_window_score(model, logit, count, reference_windows)
-        top.append(ScoredWindow(view=place, start=start, end=end, logit=float(logit), score=score))
+        top.append(ScoredWindow(view=place, start=start, end=end, logit=float(logit), score=score, raw=raw))
     return _answer(top, threshold, coverage)
 
 
@@ -236,21 +237,32 @@ def _answer(top: list[ScoredWindow], threshold: float, coverage: Coverage) -> An
     return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
 
 
-def _places(data: bytes, ranked: list[Ranked]) -> list[tuple[str, tuple[int, int]]]:
+Place = tuple[str, tuple[int, int], tuple[int, int] | None]  # view, offsets, raw bytes (ScoredWindow)
+
+
+def _places(data: bytes, ranked: list[Ranked]) -> list[Place]:
     """Where a vote names each of the ``ranked`` windows: a window of a diff's added lines, of its
     prose or of a JSON document's fields by where it lies in the raw bytes (so the quorum compares
-    it with the rules' spans and the other models' windows), any other by its view and offsets.
-    A diff's prose is read once more, up to its furthest named window, only when one is named."""
-    places = []
+    it with the rules' spans and the other models' windows), one of an e-mail's decoded text part
+    by its own offsets (what a reviewer is shown) and the encoded lines that write it, any other by
+    its view and offsets. A diff's prose is read once more, up to its furthest named window, and an
+    e-mail's parts are found again, only when one of theirs is named."""
+    places: list[Place] = []
     for _, _, name, view, span, _, _ in ranked:
         raw = raw_span(view, *span)
-        places.append((RAW, raw) if raw else (name, span))
-    prose = [index for index, (name, _) in enumerate(places) if name == PROSE]
+        places.append((RAW, raw, None) if raw else (name, span, None))
+    prose = [index for index, (name, _, _) in enumerate(places) if name == PROSE]
     if prose:
         found = prose_raw_spans(data, [places[index][1] for index in prose])
         for index, raw in zip(prose, found, strict=True):
             if raw is not None:
-                places[index] = (RAW, raw)
+                places[index] = (RAW, raw, None)
+    if any(name.startswith(DECODED) for name, _, _ in places):
+        parts = text_parts(data)
+        for index, (name, span, _) in enumerate(places):
+            number = name.removeprefix(DECODED)
+            if name.startswith(DECODED) and number.isdigit() and int(number) < len(parts):
+                places[index] = (name, span, parts[int(number)].raw_span(*span))
     return places
 
 
@@ -263,9 +275,9 @@ def _reread(data: bytes, best: list[Ranked], reader: Reader, threshold: float, c
     order = np.argsort(-logits, kind="stable")[:TOP_WINDOWS].tolist()
     places = _places(data, [chosen[i] for i in order])
     top: list[ScoredWindow] = []
-    for i, (place, (start, end)) in zip(order, places, strict=True):
+    for i, (place, (start, end), raw) in zip(order, places, strict=True):
         logit = float(logits[i])
-        top.append(ScoredWindow(view=place, start=start, end=end, logit=logit, score=expit(logit)))
+        top.append(ScoredWindow(view=place, start=start, end=end, logit=logit, score=expit(logit), raw=raw))
     return _answer(top, threshold, coverage)
 
 
