@@ -2,7 +2,7 @@
 
     python benchmarks/planted.py [--policy prompt-injection] [--size 1024 --size 65536]...
         [--setup rules,lexical,semantic]... [--carriers N] [--by-kind] [--kind KIND]...
-        [--mail-encoding 8bit|base64|quoted-printable] [FILE.jsonl[.gz]]
+        [--mail-encoding 8bit|base64|quoted-printable] [--spell] [FILE.jsonl[.gz]]
 
 The labelled records are short; what the gate reads is a README, a release diff, an e-mail, a
 ticket, a table or tool output of 1-64 KB with the instruction somewhere inside. For every size,
@@ -19,7 +19,9 @@ detection rate bare and planted, and the false-positive rate of the carriers alo
 adds both per kind of carrier for each size (where the attacks are lost, which carriers are blocked
 alone). ``--kind`` keeps only those kinds (``--kind email``: every record in an e-mail);
 ``--mail-encoding`` sends the e-mails' text part base64 or quoted-printable, as most mailers send
-non-ASCII text (the size is the text's, before encoding). Nothing is trained or tuned here.
+non-ASCII text (the size is the text's, before encoding); ``--spell`` writes each planted record's
+letters as HTML character references (``&#73;&#103;...``), bare and planted. Nothing is trained or
+tuned here.
 """
 
 from __future__ import annotations
@@ -134,6 +136,12 @@ def _carrier(
     )
 
 
+def spelled(text: str) -> str:
+    """``text`` with every letter written as a decimal HTML character reference (``&#73;``), as an
+    obfuscator writes it: words to a browser or a model reading the source, digits to a byte model."""
+    return "".join(f"&#{ord(c)};" if c.isalpha() else c for c in text)
+
+
 def write_planted(
     records: list[dict[str, str]],
     out: Path,
@@ -144,15 +152,18 @@ def write_planted(
     seed: int,
     kinds: tuple[str, ...] = KINDS,
     mail_encoding: str = "8bit",
+    spell: bool = False,
 ) -> None:
     """The harmful records planted in carriers of ``size`` bytes, then ``carriers`` carriers alone;
-    the kinds of carrier taken in turn."""
+    the kinds of carrier taken in turn; with ``spell``, each record's letters written as HTML
+    character references."""
     rng = random.Random(seed)
     with out.open("w", encoding="utf-8") as dst:
         for index, record in enumerate(records):
             kind = kinds[index % len(kinds)]
-            room = max(0, size - len(record["text"].encode("utf-8")))
-            text = _carrier(kind, rng, readmes, diffs, room, record["text"], mail_encoding)
+            payload = spelled(record["text"]) if spell else record["text"]
+            room = max(0, size - len(payload.encode("utf-8")))
+            text = _carrier(kind, rng, readmes, diffs, room, payload, mail_encoding)
             dst.write(json.dumps({**record, "text": text, "source": f"planted-{kind}"}) + "\n")
         for index in range(carriers):
             kind = kinds[index % len(kinds)]
@@ -187,6 +198,9 @@ def main() -> None:
         "--kind", action="append", choices=KINDS, help="only these kinds of carrier (repeatable; default all)"
     )
     parser.add_argument(
+        "--spell", action="store_true", help="write each record's letters as HTML character references"
+    )
+    parser.add_argument(
         "--mail-encoding",
         choices=("8bit", "base64", "quoted-printable"),
         default="8bit",
@@ -195,6 +209,7 @@ def main() -> None:
     args = parser.parse_args()
     source = Path(args.file or default_datasets_dir() / args.policy / "dev.jsonl.gz")
     records = [r for r in read_records(source) if r["label"] == "harmful"]
+    bare = [{**r, "text": spelled(r["text"])} for r in records] if args.spell else records
     readmes = [r["text"] for r in read_records(CARRIERS_FILE)]
     diffs = [
         r["text"]
@@ -211,7 +226,7 @@ def main() -> None:
         f"{'setup':24} {'input':>8} {'attacks':>7} {'caught':>7} {'rate':>7} {'carriers':>8} {'FP':>4} {'FPR':>6}"
     )
     with tempfile.TemporaryDirectory(prefix="canary-planted-") as scratch:
-        for row in evaluate_records(records, args.policy, setups):
+        for row in evaluate_records(bare, args.policy, setups):
             caught = int(row["n"]) - int(row["fn"])
             print(
                 f"{row['setup']!s:24} {'bare':>8} {row['n']:7d} {caught:7d} {caught / max(1, int(row['n'])):7.1%}",
@@ -229,6 +244,7 @@ def main() -> None:
                 args.seed + size,
                 kinds,
                 args.mail_encoding,
+                args.spell,
             )
             for row in evaluate(path, args.policy, setups):
                 attacks = int(row["n"]) - args.carriers
