@@ -80,6 +80,40 @@ def test_a_decoded_mail_body_window_names_its_view(make: type[Detector]) -> None
 
 
 @pytest.mark.parametrize("make", DETECTORS)
+def test_a_request_spelled_as_character_references_is_read_as_its_letters(make: type[Detector]) -> None:
+    """A web page whose request spells every letter as ``&#NN;`` (what a browser, an HTML-to-text
+    tool or a language model reading the source shows as words) is judged on those words; the
+    harmful window is named by the references that write the request."""
+    spelled = "".join(f"&#{c};" if chr(c).isalpha() else chr(c) for c in PLANTED.strip())
+    page = b"<html><body>\n<p>" + PARAGRAPH * 3 + b"</p>\n<p>" + spelled.encode() + b"</p>\n</body></html>\n"
+    answer = make().answer(artifact(page), INJECTION)
+    assert answer.output == '{"verdict": "harmful"}'
+    best = answer.windows[0]
+    start, end = page.index(b"&#"), page.rindex(b";") + 1
+    assert best.view == "raw" and best.start < end and best.end > start
+
+
+@pytest.mark.parametrize("make", DETECTORS)
+def test_a_spelled_request_in_a_base64_html_mail_is_read_in_its_decoded_part(make: type[Detector]) -> None:
+    """The same spelled request in the HTML part of an e-mail sent base64: the decoded part is read
+    with its references written as letters, a reviewer is shown those letters at the window's
+    offsets, and the window names encoded lines of the part's body for the quorum."""
+    spelled = "".join(f"&#{c};" if chr(c).isalpha() else chr(c) for c in PLANTED.strip())
+    mail = EmailMessage()
+    mail["Subject"] = "Minutes"
+    mail.set_content((PARAGRAPH * 3).decode(), cte="base64")
+    mail.add_alternative(f"<p>{(PARAGRAPH * 3).decode()}</p><p>{spelled}</p>", subtype="html", cte="base64")
+    raw = mail.as_bytes()
+    answer = make().answer(artifact(raw), INJECTION)
+    assert answer.output == '{"verdict": "harmful"}'
+    best = answer.windows[0]
+    view = view_bytes(raw, best.view)
+    assert best.view == "decoded:1" and view is not None and b"id_rsa" in view[best.start : best.end]
+    html_body = raw.rindex(b"base64") + len(b"base64")
+    assert best.raw is not None and html_body < best.raw[0] < best.raw[1] <= len(raw)
+
+
+@pytest.mark.parametrize("make", DETECTORS)
 def test_an_escaped_request_in_a_json_answer_is_read_in_the_fields_view(make: type[Detector]) -> None:
     """A tool written in Python escapes every non-ASCII character (json.dumps' default): the request
     in a review is a run of escapes in the raw bytes, words in the fields view, and found there;

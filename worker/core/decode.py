@@ -35,6 +35,7 @@ from worker.core.normalize import (
     normalize,
 )
 from worker.core.payloads import Payload, encoded_runs
+from worker.core.references import NUMERIC_REFERENCE, SPELLED_LETTERS, is_letter
 
 __all__ = ["decode_layers", "iter_decoded", "json_text"]
 
@@ -52,8 +53,6 @@ _INLINE_TAGS = frozenset(
     b"sup time tt u var wbr".split()
 )
 _HTML_MIN_MARKUP = 3  # tags or character references before a page is worth a layer
-_NUMERIC_REFERENCE = re.compile(rb"&#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}));?")
-_SPELLED_LETTERS = 3  # letters written as numeric references: obfuscation, not markup
 # JSON (tool output, API responses, ticket exports): a string's escapes split what it says
 # ("ignore all previous\\ninstructions"); its strings are read with the escapes decoded in place.
 _JSON_ESCAPE = re.compile(rb'\\(?:u([0-9a-fA-F]{4})|([nrtbf"\\/]))')
@@ -192,7 +191,7 @@ def _html_text(parent: Layer) -> Layer | None:
     ampersands = len(at)
     markup = lt and _has_markup(data)
     after = at[at + 1 < len(data)] + 1
-    references = ampersands >= _SPELLED_LETTERS and bool((codes[after] == 35).any())  # '&#'
+    references = ampersands >= SPELLED_LETTERS and bool((codes[after] == 35).any())  # '&#'
     if not (markup or references):
         return None
     tags = list(_HTML_TAG.finditer(data)) if lt else []
@@ -210,8 +209,8 @@ def _html_text(parent: Layer) -> Layer | None:
         return None
     # Markup is a transport ("html-text", judged as plain text); letters spelled as "&#105;" hide
     # words from a reader of the source: that layer is a decoded payload ("html-entities").
-    spelled = sum(1 for m in _NUMERIC_REFERENCE.finditer(data) if _is_letter(m))
-    name = "html-entities" if spelled >= _SPELLED_LETTERS else "html-text"
+    spelled = sum(1 for m in NUMERIC_REFERENCE.finditer(data) if is_letter(m))
+    name = "html-entities" if spelled >= SPELLED_LETTERS else "html-text"
     return Layer(name, text, Compose(pieces, parent.offsets), parent.depth + 1)
 
 
@@ -252,9 +251,3 @@ def _json_unescape(escape: re.Match[bytes]) -> bytes:
         code = int(escape.group(1), 16)
         return b" " if 0xD800 <= code <= 0xDFFF else chr(code).encode("utf-8")  # lone surrogate halves
     return _JSON_SIMPLE[escape.group(2)]
-
-
-def _is_letter(reference: re.Match[bytes]) -> bool:
-    hexa, decimal = reference.groups()
-    code = int(hexa, 16) if hexa else int(decimal)
-    return 65 <= code <= 90 or 97 <= code <= 122

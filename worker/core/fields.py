@@ -27,6 +27,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from worker.core.references import shown_references, spells_letters
+
 MAX_BYTES = 8 << 20  # larger documents are read as raw windows only (parsed whole: ~3x its size)
 _OPEN = (b"{", b"[")
 _LEAD = b"\xef\xbb\xbf \t\r\n"  # a byte-order mark and blanks before the document
@@ -113,8 +115,12 @@ class Fields(bytes):
 def reader_view(data: bytes) -> Callable[[bytes], bytes] | None:
     """How a reviewer is shown a piece of ``data``'s raw bytes as the models read it: a JSON
     document written in escapes (one :func:`json_fields` reads) with its escapes undone
-    (:func:`unescaped`); ``None`` for anything else, shown as it is."""
-    return unescaped if _field_lines(data) else None
+    (:func:`unescaped`), a text that spells letters as character references with them written
+    as characters (:func:`worker.core.references.shown_references`); ``None`` for anything else,
+    shown as it is."""
+    if _field_lines(data):
+        return unescaped
+    return shown_references if spells_letters(data) else None
 
 
 def unescaped(chunk: bytes) -> bytes:

@@ -10,7 +10,11 @@ artifact with :func:`view_bytes` to show them. The names:
 - ``added``: a diff without its removed lines (:func:`added_view`);
 - ``unencoded``: an e-mail without the encoded bodies of the text parts it is read as, decoded
   (:func:`unencoded_view`), read instead of ``raw``; named by raw bytes, as ``added`` is;
-- ``decoded:N``: the N-th decoded text part of an e-mail (:func:`worker.core.mail.decoded_text_parts`);
+- ``references``: a text that spells letters as HTML character references (``&#73;``), each
+  written as its character (:func:`worker.core.references.referenced_view`), read instead of
+  ``raw``; named by raw bytes, as ``added`` is;
+- ``decoded:N``: the N-th decoded text part of an e-mail (:func:`worker.core.mail.decoded_text_parts`),
+  its character references read where it spells letters with them;
 - ``prose``: the comments, docstrings and sentences a diff adds (:func:`worker.core.prose.diff_prose`);
 - ``fields``: a JSON document written in escapes, its strings as ``path: value`` lines
   (:func:`worker.core.fields.json_fields`), read instead of ``raw``; a window of it is named by
@@ -35,6 +39,7 @@ from worker.core.diff import parse_diff
 from worker.core.fields import Fields, json_fields
 from worker.core.mail import decoded_text_parts, text_parts
 from worker.core.prose import diff_prose, prose_pieces
+from worker.core.references import Referenced, referenced_view
 from worker.core.segment import segment_spans
 from worker.core.slugs import Deslugged, slug_runs
 
@@ -122,7 +127,8 @@ class Streamed:
 Sliceable = bytes | bytearray | Spliced  # a view held whole: ``len`` and slices, as a reviewer reads it
 View = Sliceable | Deslugged | Streamed  # a view as a model reads it
 
-RAW, ADDED, UNENCODED, PROSE, FIELDS, DECODED = "raw", "added", "unencoded", "prose", "fields", "decoded:"
+RAW, ADDED, UNENCODED, REFERENCES = "raw", "added", "unencoded", "references"
+PROSE, FIELDS, DECODED = "prose", "fields", "decoded:"
 
 
 def added_view(data: bytes) -> bytes:
@@ -148,9 +154,10 @@ def _added(data: bytes) -> bytes | Spliced:
 def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) -> Iterator[tuple[str, View]]:
     """Every view a windowed model reads, by name, each built only when the one before is read: the
     raw bytes (or, ``added_only``, the diff without its removed lines; or an e-mail without the
-    encoded bodies of its text parts, :func:`unencoded_view`), each decoded e-mail text part and,
-    with ``prose``, a diff's prose, the first view read with its slugs written as words
-    (:func:`deslugged`). A JSON document written in escapes is read as its fields instead
+    encoded bodies of its text parts, :func:`unencoded_view`; or a text that spells letters as
+    character references, with them read, :func:`worker.core.references.referenced_view`), each
+    decoded e-mail text part and, with ``prose``, a diff's prose, the first view read with its
+    slugs written as words (:func:`deslugged`). A JSON document written in escapes is read as its fields instead
     (:func:`worker.core.fields.json_fields`): they hold all its text, the raw windows only that
     text's escapes."""
     fields = json_fields(data)
@@ -163,10 +170,12 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
         name = ADDED
     elif bodies := [part.body for part in parts if part.body is not None]:
         name, first = UNENCODED, _without(data, bodies)
+    elif (shown := referenced_view(data)) is not None:
+        name, first = REFERENCES, shown
     yield name, deslugged(first) if prose else first
     del first
     for index, part in enumerate(parts):
-        yield f"{DECODED}{index}", part.text
+        yield f"{DECODED}{index}", referenced_view(part.text) or part.text
     if prose:
         pieces = prose_pieces(data)
         if (head := next(pieces, None)) is not None:
@@ -205,7 +214,7 @@ def raw_span(view: View, start: int, end: int) -> tuple[int, int] | None:
     its own. The quorum reads a model's place against the rules' places in the raw bytes this way
     (:func:`worker.core.quorum.most_together`)."""
     base = view.view if isinstance(view, Deslugged) else view
-    if isinstance(base, Fields):
+    if isinstance(base, Fields | Referenced):
         return base.raw_span(start, end)
     if not isinstance(base, Spliced) or not start < end <= len(base):
         return None
@@ -221,6 +230,8 @@ def view_bytes(data: bytes, view: str) -> Sliceable | None:
         return added_view(data)
     if view == UNENCODED:
         return unencoded_view(data)
+    if view == REFERENCES:
+        return referenced_view(data)
     if view == PROSE:
         return diff_prose(data)
     if view == FIELDS:
@@ -228,5 +239,5 @@ def view_bytes(data: bytes, view: str) -> Sliceable | None:
     index = view.removeprefix(DECODED)
     if view.startswith(DECODED) and index.isdigit():
         parts = decoded_text_parts(data)
-        return parts[int(index)] if int(index) < len(parts) else None
+        return (referenced_view(parts[int(index)]) or parts[int(index)]) if int(index) < len(parts) else None
     return None

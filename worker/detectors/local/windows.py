@@ -32,6 +32,7 @@ from worker.core.mail import text_parts
 from worker.core.models import Answer, Coverage, ErrorKind, ScoredWindow, Verdict
 from worker.core.policy import HarmPolicy
 from worker.core.prose import prose_raw_spans
+from worker.core.references import Referenced
 from worker.core.segment import coverage_of, segment_spans
 from worker.core.views import DECODED, PROSE, RAW, Streamed, View, raw_span, scanned_views
 from worker.detectors.local.scan_statistic import WindowNull
@@ -249,7 +250,7 @@ def _places(data: bytes, ranked: list[Ranked]) -> list[Place]:
     e-mail's parts are found again, only when one of theirs is named."""
     places: list[Place] = []
     for _, _, name, view, span, _, _ in ranked:
-        raw = raw_span(view, *span)
+        raw = None if name.startswith(DECODED) else raw_span(view, *span)  # a part's offsets are its own
         places.append((RAW, raw, None) if raw else (name, span, None))
     prose = [index for index, (name, _, _) in enumerate(places) if name == PROSE]
     if prose:
@@ -259,10 +260,16 @@ def _places(data: bytes, ranked: list[Ranked]) -> list[Place]:
                 places[index] = (RAW, raw, None)
     if any(name.startswith(DECODED) for name, _, _ in places):
         parts = text_parts(data)
-        for index, (name, span, _) in enumerate(places):
+        for index, ((name, span, _), item) in enumerate(zip(places, ranked, strict=True)):
             number = name.removeprefix(DECODED)
             if name.startswith(DECODED) and number.isdigit() and int(number) < len(parts):
-                places[index] = (name, span, parts[int(number)].raw_span(*span))
+                view = item[3]  # the part's text, or that text with its references read
+                in_part = view.raw_span(*span) if isinstance(view, Referenced) else span
+                places[index] = (
+                    name,
+                    span,
+                    None if in_part is None else parts[int(number)].raw_span(*in_part),
+                )
     return places
 
 
