@@ -2,7 +2,7 @@
 
     python benchmarks/planted.py [--policy prompt-injection] [--size 1024 --size 65536]...
         [--setup rules,lexical,semantic]... [--carriers N] [--by-kind] [--kind KIND]...
-        [--mail-encoding 8bit|base64|quoted-printable] [--spell] [FILE.jsonl[.gz]]
+        [--mail-encoding 8bit|base64|quoted-printable] [--disguise KIND] [FILE.jsonl[.gz]]
 
 The labelled records are short; what the gate reads is a README, a release diff, an e-mail, a
 ticket, a table or tool output of 1-64 KB with the instruction somewhere inside. For every size,
@@ -19,9 +19,11 @@ detection rate bare and planted, and the false-positive rate of the carriers alo
 adds both per kind of carrier for each size (where the attacks are lost, which carriers are blocked
 alone). ``--kind`` keeps only those kinds (``--kind email``: every record in an e-mail);
 ``--mail-encoding`` sends the e-mails' text part base64 or quoted-printable, as most mailers send
-non-ASCII text (the size is the text's, before encoding); ``--spell`` writes each planted record's
-letters as HTML character references (``&#73;&#103;...``), bare and planted. Nothing is trained or
-tuned here.
+non-ASCII text (the size is the text's, before encoding); ``--disguise`` writes each record's
+letters, bare and planted, in a disguise a language model reads through: as HTML character
+references (``references``: ``&#73;&#103;...``), fullwidth (``fullwidth``), mathematical bold
+(``bold``), with look-alike Cyrillic letters (``lookalike``) or a zero-width space after each
+character (``zero-width``). Nothing is trained or tuned here.
 """
 
 from __future__ import annotations
@@ -136,10 +138,22 @@ def _carrier(
     )
 
 
-def spelled(text: str) -> str:
-    """``text`` with every letter written as a decimal HTML character reference (``&#73;``), as an
-    obfuscator writes it: words to a browser or a model reading the source, digits to a byte model."""
-    return "".join(f"&#{ord(c)};" if c.isalpha() else c for c in text)
+_CYRILLIC = dict(zip("aeopcxyABEKMHOPCTX", "аеорсхуАВЕКМНОРСТХ", strict=True))
+DISGUISES: dict[str, Callable[[str], str]] = {
+    # each letter as a decimal HTML character reference: words to a browser, digits to a byte model
+    "references": lambda text: "".join(f"&#{ord(c)};" if c.isalpha() else c for c in text),
+    "fullwidth": lambda text: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text),
+    "bold": lambda text: "".join(
+        chr(0x1D41A + ord(c) - 97)
+        if "a" <= c <= "z"
+        else chr(0x1D400 + ord(c) - 65)
+        if "A" <= c <= "Z"
+        else c
+        for c in text
+    ),
+    "lookalike": lambda text: "".join(_CYRILLIC.get(c, c) for c in text),
+    "zero-width": lambda text: "\u200b".join(text),
+}
 
 
 def write_planted(
@@ -152,16 +166,15 @@ def write_planted(
     seed: int,
     kinds: tuple[str, ...] = KINDS,
     mail_encoding: str = "8bit",
-    spell: bool = False,
+    disguise: str | None = None,
 ) -> None:
     """The harmful records planted in carriers of ``size`` bytes, then ``carriers`` carriers alone;
-    the kinds of carrier taken in turn; with ``spell``, each record's letters written as HTML
-    character references."""
+    the kinds of carrier taken in turn; each record in ``disguise`` (:data:`DISGUISES`) if given."""
     rng = random.Random(seed)
     with out.open("w", encoding="utf-8") as dst:
         for index, record in enumerate(records):
             kind = kinds[index % len(kinds)]
-            payload = spelled(record["text"]) if spell else record["text"]
+            payload = DISGUISES[disguise](record["text"]) if disguise else record["text"]
             room = max(0, size - len(payload.encode("utf-8")))
             text = _carrier(kind, rng, readmes, diffs, room, payload, mail_encoding)
             dst.write(json.dumps({**record, "text": text, "source": f"planted-{kind}"}) + "\n")
@@ -198,7 +211,7 @@ def main() -> None:
         "--kind", action="append", choices=KINDS, help="only these kinds of carrier (repeatable; default all)"
     )
     parser.add_argument(
-        "--spell", action="store_true", help="write each record's letters as HTML character references"
+        "--disguise", choices=sorted(DISGUISES), help="write each record's letters in this disguise"
     )
     parser.add_argument(
         "--mail-encoding",
@@ -209,7 +222,7 @@ def main() -> None:
     args = parser.parse_args()
     source = Path(args.file or default_datasets_dir() / args.policy / "dev.jsonl.gz")
     records = [r for r in read_records(source) if r["label"] == "harmful"]
-    bare = [{**r, "text": spelled(r["text"])} for r in records] if args.spell else records
+    bare = [{**r, "text": DISGUISES[args.disguise](r["text"])} for r in records] if args.disguise else records
     readmes = [r["text"] for r in read_records(CARRIERS_FILE)]
     diffs = [
         r["text"]
@@ -244,7 +257,7 @@ def main() -> None:
                 args.seed + size,
                 kinds,
                 args.mail_encoding,
-                args.spell,
+                args.disguise,
             )
             for row in evaluate(path, args.policy, setups):
                 attacks = int(row["n"]) - args.carriers
