@@ -94,6 +94,19 @@ def test_a_request_spelled_as_character_references_is_read_as_its_letters(make: 
 
 
 @pytest.mark.parametrize("make", DETECTORS)
+def test_a_request_in_fullwidth_letters_is_read_as_its_letters(make: type[Detector]) -> None:
+    """A request written in fullwidth letters (what a language model reads as the plain words) is
+    judged on those words, and the harmful window names the bytes that write it."""
+    disguised = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in PLANTED.decode().strip())
+    data = PARAGRAPH * 3 + disguised.encode() + b"\n" + PARAGRAPH
+    answer = make().answer(artifact(data), INJECTION)
+    assert answer.output == '{"verdict": "harmful"}'
+    best = answer.windows[0]
+    start = len(PARAGRAPH * 3)
+    assert best.view == "raw" and best.start < start + len(disguised.encode()) and best.end > start
+
+
+@pytest.mark.parametrize("make", DETECTORS)
 def test_a_spelled_request_in_a_base64_html_mail_is_read_in_its_decoded_part(make: type[Detector]) -> None:
     """The same spelled request in the HTML part of an e-mail sent base64: the decoded part is read
     with its references written as letters, a reviewer is shown those letters at the window's

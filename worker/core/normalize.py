@@ -25,11 +25,22 @@ from itertools import chain
 import numpy as np
 import numpy.typing as npt
 
-from worker.core.offsets import Compose, Gather, Ints, Layer, OffsetMap, PieceBuilder, Pieces, Reverse, Shift
+from worker.core.offsets import (
+    Compose,
+    Gather,
+    Ints,
+    Layer,
+    Mapped,
+    OffsetMap,
+    PieceBuilder,
+    Pieces,
+    Reverse,
+    Shift,
+)
 
 __all__ = ["INVISIBLE", "Compose", "Gather", "Layer", "Normalized", "OffsetMap", "PieceBuilder", "Pieces"]
 __all__ += ["Reverse", "Shift", "byte_mask", "clusters", "collapse_whitespace", "fold_char", "near_rtl"]
-__all__ += ["normalize"]
+__all__ += ["folded_view", "normalize"]
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,33 @@ def normalize(data: bytes, base: int = 0) -> Normalized:
         else:
             offsets = Compose(Gather(dropped, len(data)), offsets)
     return Normalized(collapsed, offsets, state.signals, tuple(state.hidden))
+
+
+# Latin letters in disguise, as UTF-8: fullwidth letters and digits, mathematical alphanumerics
+# (bold, italic, script...), zero-width spaces and word joiners (not the joiner of emoji sequences,
+# the non-joiner of Persian and Indic script or a byte order mark), and Cyrillic or Greek letters
+# inside a Latin word. CJK's fullwidth punctuation is ordinary typography and does not count.
+_DISGUISED = re.compile(
+    rb"\xef\xbc[\x90-\x99\xa1-\xba]|\xef\xbd[\x81-\x9a]|\xf0\x9d[\x90-\x9f][\x80-\xbf]"
+    rb"|\xe2\x80\x8b|\xe2\x81[\xa0-\xa4]"
+    rb"|(?<=[A-Za-z])[\xce\xcf\xd0\xd1\xd3\xd4][\x80-\xbf]|[\xce\xcf\xd0\xd1\xd3\xd4][\x80-\xbf](?=[A-Za-z])"
+)
+DISGUISED_LETTERS = 8  # letters in disguise before a text is read with them written plainly
+
+
+def folded_view(data: bytes) -> Mapped | None:
+    """``data`` with its non-ASCII runs folded as the pre-check folds them (NFKC, accents stripped,
+    look-alike letters inside Latin words and invisibles in context), when it writes at least
+    :data:`DISGUISED_LETTERS` Latin letters in disguise; None otherwise, read as it is. To a
+    language model ``ｉｇｎｏｒｅ``, ``𝐢𝐠𝐧𝐨𝐫𝐞`` and ``ignоrе`` (a Cyrillic ``о`` and ``е``) read as
+    "ignore"; to a windowed model that reads bytes they are other tokens. Each folded run maps to
+    where it is written (:class:`worker.core.offsets.Mapped`)."""
+    if data.isascii():
+        return None
+    for found, _ in enumerate(_DISGUISED.finditer(data), 1):
+        if found >= DISGUISED_LETTERS:
+            return Mapped.of(*_Folder(data, 0).fold())
+    return None
 
 
 def clusters(at: npt.NDArray[np.integer], gap: int = 1) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:

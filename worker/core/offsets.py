@@ -15,7 +15,18 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Compose", "Gather", "Ints", "Layer", "OffsetMap", "PieceBuilder", "Pieces", "Reverse", "Shift"]
+__all__ = [
+    "Compose",
+    "Gather",
+    "Ints",
+    "Layer",
+    "Mapped",
+    "OffsetMap",
+    "PieceBuilder",
+    "Pieces",
+    "Reverse",
+    "Shift",
+]
 
 Ints = npt.NDArray[np.int64]
 
@@ -114,6 +125,26 @@ class Gather:
         first = self._position(min(start, self.kept - 1))
         last = self._position(min(max(end, start + 1), self.kept) - 1) + 1
         return self.base + first, self.base + max(first, last)
+
+
+class Mapped(bytes):
+    """A text derived from an artifact (its references or look-alike letters read) that knows where
+    each of its bytes is written in it: a view a windowed model reads in place of the raw bytes."""
+
+    pieces: Pieces
+
+    @classmethod
+    def of(cls, text: bytes, pieces: Pieces) -> Mapped:
+        view = cls(text)
+        view.pieces = pieces
+        return view
+
+    def raw_span(self, start: int, end: int) -> tuple[int, int] | None:
+        """Where the bytes ``[start, end)`` of the view are written in the artifact, first to last
+        (a piece read as a whole: all of it); None for an empty or outside span."""
+        if not 0 <= start < end <= len(self):
+            return None
+        return self.pieces.span(start, end)
 
 
 class PieceBuilder:

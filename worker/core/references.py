@@ -6,7 +6,7 @@ reads bytes. Ordinary pages write a few references for punctuation (``&amp;``, `
 ``&nbsp;``); letters written that way hide words. The pre-check reads such a page as a decoded
 layer (:mod:`worker.core.decode`, ``html-entities``); :func:`referenced_view` gives the windowed
 models the same text in place of the raw bytes, each reference mapped to where it is written
-(:meth:`Referenced.raw_span`), and :func:`shown_references` shows a piece of the raw bytes to a
+(:meth:`worker.core.offsets.Mapped.raw_span`), and :func:`shown_references` shows a piece of the raw bytes to a
 reviewer as the models read it.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 import re
 
-from worker.core.offsets import PieceBuilder, Pieces
+from worker.core.offsets import Mapped, PieceBuilder
 
 NUMERIC_REFERENCE = re.compile(rb"&#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}));?")
 SPELLED_LETTERS = 3  # letters written as numeric references: obfuscation, not markup
@@ -42,20 +42,7 @@ def spells_letters(data: bytes) -> bool:
     return False
 
 
-class Referenced(bytes):
-    """:func:`referenced_view`'s text, which also knows where each of its bytes is written."""
-
-    _pieces: Pieces
-
-    def raw_span(self, start: int, end: int) -> tuple[int, int] | None:
-        """Where the bytes ``[start, end)`` of the view are written in the artifact, first to last
-        (a decoded reference: the whole reference); None for an empty or outside span."""
-        if not 0 <= start < end <= len(self):
-            return None
-        return self._pieces.span(start, end)
-
-
-def referenced_view(data: bytes) -> Referenced | None:
+def referenced_view(data: bytes) -> Mapped | None:
     """``data`` with every character reference written as its character (UTF-8), when it spells
     letters that way (:func:`spells_letters`); None otherwise, read as it is."""
     if not spells_letters(data):
@@ -66,10 +53,7 @@ def referenced_view(data: bytes) -> Referenced | None:
         builder.add(_character(match.group()), match.start(), match.end(), False)
         position = match.end()
     builder.add(data[position:], position, len(data), True)
-    text, pieces = builder.build()
-    view = Referenced(text)
-    view._pieces = pieces
-    return view
+    return Mapped.of(*builder.build())
 
 
 def shown_references(chunk: bytes) -> bytes:

@@ -13,8 +13,11 @@ artifact with :func:`view_bytes` to show them. The names:
 - ``references``: a text that spells letters as HTML character references (``&#73;``), each
   written as its character (:func:`worker.core.references.referenced_view`), read instead of
   ``raw``; named by raw bytes, as ``added`` is;
+- ``folded``: a text that writes Latin letters in disguise (fullwidth, mathematical, look-alike
+  Cyrillic or Greek letters in Latin words, zero-width spaces) folded as the pre-check folds it
+  (:func:`worker.core.normalize.folded_view`), read instead of ``raw``; named by raw bytes;
 - ``decoded:N``: the N-th decoded text part of an e-mail (:func:`worker.core.mail.decoded_text_parts`),
-  its character references read where it spells letters with them;
+  its character references read or its disguised letters folded where it writes them so;
 - ``prose``: the comments, docstrings and sentences a diff adds (:func:`worker.core.prose.diff_prose`);
 - ``fields``: a JSON document written in escapes, its strings as ``path: value`` lines
   (:func:`worker.core.fields.json_fields`), read instead of ``raw``; a window of it is named by
@@ -38,8 +41,10 @@ import numpy.typing as npt
 from worker.core.diff import parse_diff
 from worker.core.fields import Fields, json_fields
 from worker.core.mail import decoded_text_parts, text_parts
+from worker.core.normalize import folded_view
+from worker.core.offsets import Mapped
 from worker.core.prose import diff_prose, prose_pieces
-from worker.core.references import Referenced, referenced_view
+from worker.core.references import referenced_view
 from worker.core.segment import segment_spans
 from worker.core.slugs import Deslugged, slug_runs
 
@@ -127,7 +132,7 @@ class Streamed:
 Sliceable = bytes | bytearray | Spliced  # a view held whole: ``len`` and slices, as a reviewer reads it
 View = Sliceable | Deslugged | Streamed  # a view as a model reads it
 
-RAW, ADDED, UNENCODED, REFERENCES = "raw", "added", "unencoded", "references"
+RAW, ADDED, UNENCODED, REFERENCES, FOLDED = "raw", "added", "unencoded", "references", "folded"
 PROSE, FIELDS, DECODED = "prose", "fields", "decoded:"
 
 
@@ -155,7 +160,8 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
     """Every view a windowed model reads, by name, each built only when the one before is read: the
     raw bytes (or, ``added_only``, the diff without its removed lines; or an e-mail without the
     encoded bodies of its text parts, :func:`unencoded_view`; or a text that spells letters as
-    character references, with them read, :func:`worker.core.references.referenced_view`), each
+    character references, with them read, :func:`worker.core.references.referenced_view`, or
+    writes them in disguise, folded, :func:`worker.core.normalize.folded_view`), each
     decoded e-mail text part and, with ``prose``, a diff's prose, the first view read with its
     slugs written as words (:func:`deslugged`). A JSON document written in escapes is read as its fields instead
     (:func:`worker.core.fields.json_fields`): they hold all its text, the raw windows only that
@@ -172,14 +178,22 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
         name, first = UNENCODED, _without(data, bodies)
     elif (shown := referenced_view(data)) is not None:
         name, first = REFERENCES, shown
+    elif (plain := folded_view(data)) is not None:
+        name, first = FOLDED, plain
     yield name, deslugged(first) if prose else first
     del first
     for index, part in enumerate(parts):
-        yield f"{DECODED}{index}", referenced_view(part.text) or part.text
+        yield f"{DECODED}{index}", _readable(part.text)
     if prose:
         pieces = prose_pieces(data)
         if (head := next(pieces, None)) is not None:
             yield PROSE, Streamed(chain((head,), pieces))
+
+
+def _readable(text: bytes) -> bytes:
+    """A decoded e-mail part as a model reads it: with its references read, or its disguised
+    letters written plainly, where it writes them so (:class:`worker.core.offsets.Mapped`)."""
+    return referenced_view(text) or folded_view(text) or text
 
 
 def unencoded_view(data: bytes) -> bytes | Spliced:
@@ -214,7 +228,7 @@ def raw_span(view: View, start: int, end: int) -> tuple[int, int] | None:
     its own. The quorum reads a model's place against the rules' places in the raw bytes this way
     (:func:`worker.core.quorum.most_together`)."""
     base = view.view if isinstance(view, Deslugged) else view
-    if isinstance(base, Fields | Referenced):
+    if isinstance(base, Fields | Mapped):
         return base.raw_span(start, end)
     if not isinstance(base, Spliced) or not start < end <= len(base):
         return None
@@ -232,6 +246,8 @@ def view_bytes(data: bytes, view: str) -> Sliceable | None:
         return unencoded_view(data)
     if view == REFERENCES:
         return referenced_view(data)
+    if view == FOLDED:
+        return folded_view(data)
     if view == PROSE:
         return diff_prose(data)
     if view == FIELDS:
@@ -239,5 +255,5 @@ def view_bytes(data: bytes, view: str) -> Sliceable | None:
     index = view.removeprefix(DECODED)
     if view.startswith(DECODED) and index.isdigit():
         parts = decoded_text_parts(data)
-        return (referenced_view(parts[int(index)]) or parts[int(index)]) if int(index) < len(parts) else None
+        return _readable(parts[int(index)]) if int(index) < len(parts) else None
     return None

@@ -30,9 +30,9 @@ from worker.core.detector import Artifact, verdict_output
 from worker.core.errors import ConfigError, DetectorError
 from worker.core.mail import text_parts
 from worker.core.models import Answer, Coverage, ErrorKind, ScoredWindow, Verdict
+from worker.core.offsets import Mapped
 from worker.core.policy import HarmPolicy
 from worker.core.prose import prose_raw_spans
-from worker.core.references import Referenced
 from worker.core.segment import coverage_of, segment_spans
 from worker.core.views import DECODED, PROSE, RAW, Streamed, View, raw_span, scanned_views
 from worker.detectors.local.scan_statistic import WindowNull
@@ -264,7 +264,7 @@ def _places(data: bytes, ranked: list[Ranked]) -> list[Place]:
             number = name.removeprefix(DECODED)
             if name.startswith(DECODED) and number.isdigit() and int(number) < len(parts):
                 view = item[3]  # the part's text, or that text with its references read
-                in_part = view.raw_span(*span) if isinstance(view, Referenced) else span
+                in_part = view.raw_span(*span) if isinstance(view, Mapped) else span
                 places[index] = (
                     name,
                     span,
