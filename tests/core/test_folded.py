@@ -69,3 +69,13 @@ def test_a_few_disguised_letters_are_not_enough():
     """Fewer than DISGUISED_LETTERS (a stray fullwidth word in Japanese prose) leave the text as it is."""
     data = f"設定は{fullwidth('API')}で行います。".encode()
     assert len("API") < DISGUISED_LETTERS and folded_view(data) is None
+
+
+def test_a_text_longer_than_a_mapped_view_is_read_raw(monkeypatch):
+    """A view with its letters folded is a copy: past MAPPED_VIEW_BYTES (a release, not a message)
+    the models read the raw bytes, so memory stays flat; the pre-check folds it whatever its size."""
+    import worker.core.views as views
+
+    raw = f"Issue #12\n\n{fullwidth(ORDER)}\n".encode()
+    monkeypatch.setattr(views, "MAPPED_VIEW_BYTES", len(raw) - 1)
+    assert [name for name, _ in scanned_views(raw)] == [RAW] and view_bytes(raw, FOLDED) is None

@@ -133,12 +133,18 @@ def normalize(data: bytes, base: int = 0) -> Normalized:
 # Latin letters in disguise, as UTF-8: fullwidth letters and digits, mathematical alphanumerics
 # (bold, italic, script...), zero-width spaces and word joiners (not the joiner of emoji sequences,
 # the non-joiner of Persian and Indic script or a byte order mark), and Cyrillic or Greek letters
-# inside a Latin word. CJK's fullwidth punctuation is ordinary typography and does not count.
-_DISGUISED = re.compile(
-    rb"\xef\xbc[\x90-\x99\xa1-\xba]|\xef\xbd[\x81-\x9a]|\xf0\x9d[\x90-\x9f][\x80-\xbf]"
-    rb"|\xe2\x80\x8b|\xe2\x81[\xa0-\xa4]"
-    rb"|(?<=[A-Za-z])[\xce\xcf\xd0\xd1\xd3\xd4][\x80-\xbf]|[\xce\xcf\xd0\xd1\xd3\xd4][\x80-\xbf](?=[A-Za-z])"
-)
+# touching a Latin one. CJK's fullwidth punctuation is ordinary typography and does not count. Each
+# pattern starts with a literal byte, which the regex engine finds at memchr speed (one pattern with
+# the look-alikes' lookbehind first read a 87 MB release in 2.5 s, these in well under one).
+_DISGUISED = [
+    re.compile(rb"\xef(?:\xbc[\x90-\x99\xa1-\xba]|\xbd[\x81-\x9a])"),
+    re.compile(rb"\xf0\x9d[\x90-\x9f]"),
+    re.compile(rb"\xe2(?:\x80\x8b|\x81[\xa0-\xa4])"),
+    *(
+        re.compile(rb"%s(?:[\x80-\xbf][A-Za-z]|(?<=[A-Za-z]%s))" % (lead, lead))
+        for lead in (b"\xce", b"\xcf", b"\xd0", b"\xd1", b"\xd3", b"\xd4")
+    ),
+]
 DISGUISED_LETTERS = 8  # letters in disguise before a text is read with them written plainly
 
 
@@ -151,9 +157,12 @@ def folded_view(data: bytes) -> Mapped | None:
     where it is written (:class:`worker.core.offsets.Mapped`)."""
     if data.isascii():
         return None
-    for found, _ in enumerate(_DISGUISED.finditer(data), 1):
-        if found >= DISGUISED_LETTERS:
-            return Mapped.of(*_Folder(data, 0).fold())
+    found = 0
+    for pattern in _DISGUISED:
+        for _ in pattern.finditer(data):
+            found += 1
+            if found >= DISGUISED_LETTERS:
+                return Mapped.of(*_Folder(data, 0).fold())
     return None
 
 

@@ -176,9 +176,9 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
         name = ADDED
     elif bodies := [part.body for part in parts if part.body is not None]:
         name, first = UNENCODED, _without(data, bodies)
-    elif (shown := referenced_view(data)) is not None:
+    elif len(data) <= MAPPED_VIEW_BYTES and (shown := referenced_view(data)) is not None:
         name, first = REFERENCES, shown
-    elif (plain := folded_view(data)) is not None:
+    elif len(data) <= MAPPED_VIEW_BYTES and (plain := folded_view(data)) is not None:
         name, first = FOLDED, plain
     yield name, deslugged(first) if prose else first
     del first
@@ -190,9 +190,17 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
             yield PROSE, Streamed(chain((head,), pieces))
 
 
+# A text with its references read or its disguised letters folded is a copy as long as the text:
+# longer ones (a release, not a message or a page) are read raw, so memory stays flat; the
+# pre-check reads them either way.
+MAPPED_VIEW_BYTES = 16 << 20
+
+
 def _readable(text: bytes) -> bytes:
     """A decoded e-mail part as a model reads it: with its references read, or its disguised
     letters written plainly, where it writes them so (:class:`worker.core.offsets.Mapped`)."""
+    if len(text) > MAPPED_VIEW_BYTES:
+        return text
     return referenced_view(text) or folded_view(text) or text
 
 
@@ -245,9 +253,9 @@ def view_bytes(data: bytes, view: str) -> Sliceable | None:
     if view == UNENCODED:
         return unencoded_view(data)
     if view == REFERENCES:
-        return referenced_view(data)
+        return referenced_view(data) if len(data) <= MAPPED_VIEW_BYTES else None
     if view == FOLDED:
-        return folded_view(data)
+        return folded_view(data) if len(data) <= MAPPED_VIEW_BYTES else None
     if view == PROSE:
         return diff_prose(data)
     if view == FIELDS:
