@@ -3,6 +3,8 @@ by the windowed models as the pre-check folds them."""
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 
 from worker.core.normalize import DISGUISED_LETTERS, folded_view
@@ -17,11 +19,10 @@ def fullwidth(text: str) -> str:
 
 
 def bold(text: str) -> str:
+    """Mathematical bold, by the letters' Unicode names."""
     return "".join(
-        chr(0x1D41A + ord(c) - 97)
-        if "a" <= c <= "z"
-        else chr(0x1D400 + ord(c) - 65)
-        if "A" <= c <= "Z"
+        unicodedata.lookup(f"MATHEMATICAL BOLD {'CAPITAL' if c.isupper() else 'SMALL'} {c.upper()}")
+        if c.isascii() and c.isalpha()
         else c
         for c in text
     )
