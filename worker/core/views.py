@@ -149,11 +149,7 @@ def _added(data: bytes) -> bytes | Spliced:
     diff = parse_diff(data)
     if diff is None or not len(diff.removed):
         return data
-    removed = diff.removed
-    kept = np.empty((len(removed) + 1, 2), dtype=np.int64)  # the gaps between removed runs
-    kept[0, 0], kept[1:, 0] = 0, removed[:, 1]
-    kept[:-1, 1], kept[-1, 1] = removed[:, 0], len(data)
-    return Spliced(data, kept)
+    return _without(data, diff.removed)
 
 
 def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) -> Iterator[tuple[str, View]]:
@@ -161,11 +157,11 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
     raw bytes (or, ``added_only``, the diff without its removed lines; or an e-mail without the
     encoded bodies of its text parts, :func:`unencoded_view`; or a text that spells letters as
     character references, with them read, :func:`worker.core.references.referenced_view`, or
-    writes them in disguise, folded, :func:`worker.core.normalize.folded_view`), each
-    decoded e-mail text part and, with ``prose``, a diff's prose, the first view read with its
-    slugs written as words (:func:`deslugged`). A JSON document written in escapes is read as its fields instead
-    (:func:`worker.core.fields.json_fields`): they hold all its text, the raw windows only that
-    text's escapes."""
+    writes them in disguise, folded, :func:`worker.core.normalize.folded_view`), each decoded
+    e-mail text part and, with ``prose``, a diff's prose, the first view read with its slugs
+    written as words (:func:`deslugged`). A JSON document written in escapes is read as its
+    fields instead (:func:`worker.core.fields.json_fields`): they hold all its text, the raw
+    windows only that text's escapes."""
     fields = json_fields(data)
     if fields is not None:
         yield FIELDS, deslugged(fields) if prose else fields
@@ -212,8 +208,8 @@ def unencoded_view(data: bytes) -> bytes | Spliced:
     return _without(data, bodies) if bodies else data
 
 
-def _without(data: bytes, spans: list[tuple[int, int]]) -> Spliced:
-    """``data`` without the ``spans`` (in order, apart) as a :class:`Spliced`."""
+def _without(data: bytes, spans: npt.ArrayLike) -> Spliced:
+    """``data`` without the ``[start, end)`` ``spans`` (in order, apart) as a :class:`Spliced`."""
     cuts = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
     kept = np.empty((len(cuts) + 1, 2), dtype=np.int64)  # the gaps between the cut spans
     kept[0, 0], kept[1:, 0] = 0, cuts[:, 1]
