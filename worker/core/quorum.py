@@ -11,9 +11,9 @@ names a window of a diff's added lines or its prose, or of a JSON document's fie
 bytes (:func:`worker.core.views.raw_span`, :func:`worker.core.prose.prose_raw_spans`), so it
 compares with the rules' spans; a window of an e-mail's decoded text part names the encoded lines
 that write it (``ScoredWindow.raw``). Places in different views (a decoded part whose lines cannot
-be told against the raw bytes) cannot be compared and count as one passage; so does a harmful vote that names no place
-(an LLM judges the whole artifact): an option that can only turn quarantines into allows never
-guesses.
+be told against the raw bytes) cannot be compared and count as one passage; so does a harmful
+vote that names no place (an LLM judges the whole artifact): an option that can only turn
+quarantines into allows never guesses.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ reads bytes. Ordinary pages write a few references for punctuation (``&amp;``, `
 ``&nbsp;``); letters written that way hide words. The pre-check reads such a page as a decoded
 layer (:mod:`worker.core.decode`, ``html-entities``); :func:`referenced_view` gives the windowed
 models the same text in place of the raw bytes, each reference mapped to where it is written
-(:meth:`worker.core.offsets.Mapped.raw_span`), and :func:`shown_references` shows a piece of the raw bytes to a
-reviewer as the models read it.
+(:meth:`worker.core.offsets.Mapped.raw_span`), and :func:`shown_references` shows a piece of the
+raw bytes to a reviewer as the models read it.
 """
 
 from __future__ import annotations
