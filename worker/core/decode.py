@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import html
 import re
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
@@ -136,19 +135,16 @@ def _add_document(
     normalized (:func:`worker.core.normalize.normalize`) with its lines kept, a NUL after it, each
     piece of it mapped to the encoded lines that write it; the whole to the whole run where its
     lines decoded one by one are not ``decoded``."""
-    lines = encoded_lines(data[start:end], "base64" if kind == "mime-base64" else kind, decoded)
+    lines = encoded_lines(data[start:end], "base64" if kind == "mime-base64" else kind, decoded, start)
     if lines is None:
         builder.add(b"\n" + normalize(decoded).data + b"\x00", start, end, False)
         return
-    line_starts, text_starts = [start + at for at in lines[0]], lines[1]
     begin, lead = 0, b"\n"
     while begin < len(decoded):
         stop = decoded.find(b"\n", begin + DOCUMENT_PIECE)
         stop = len(decoded) if stop < 0 else stop + 1
-        first = bisect_right(text_starts, begin) - 1
-        last = bisect_right(text_starts, stop - 1)  # the encoded line after the one holding the end
         text = normalize(decoded[begin:stop]).data
-        builder.add(lead + (text.lstrip() if begin else text), line_starts[first], line_starts[last], False)
+        builder.add(lead + (text.lstrip() if begin else text), *lines.span(begin, stop), False)
         begin, lead = stop, b""
     builder.add(b"\x00", end, end, False)
 

@@ -16,8 +16,9 @@ import binascii
 import email
 import email.policy
 import re
-from bisect import bisect_right
 from dataclasses import dataclass
+
+from worker.core.offsets import PieceBuilder, Pieces
 
 # A MIME part header declaring a transport encoding the reader does not see. Anything else
 # (7bit, 8bit, binary, no header) is already readable as it stands.
@@ -29,22 +30,19 @@ _ENCODED_PART = re.compile(
 _CLEAN_BASE64 = re.compile(rb"[A-Za-z0-9+/=\s]*")
 
 
-Lines = tuple[tuple[int, ...], tuple[int, ...]]  # each encoded line's start, and the text before it
-
-
 @dataclass(frozen=True)
 class TextPart:
     """One decoded ``text/*`` part: its text (UTF-8) and, when found, ``body``, the ``[start, end)``
     of its encoded body in the message's bytes, its decoded text holding all that body says.
 
-    ``lines``: where each encoded line of the body starts in the message (then the body's end) and
-    how much text the lines before it decode to (both ascending), when the text is the body's lines
-    decoded one by one (base64 wrapped at a multiple of 4, quoted-printable, a UTF-8 or ASCII charset); then
-    :meth:`raw_span` places a piece of the text on the lines that encode it."""
+    ``lines``: each piece of the text mapped to the encoded line of the message that writes it
+    (:func:`encoded_lines`), when the text is the body's lines decoded one by one (base64 wrapped at
+    a multiple of 4, quoted-printable, a UTF-8 or ASCII charset); then :meth:`raw_span` places a
+    piece of the text on the lines that encode it."""
 
     text: bytes
     body: tuple[int, int] | None
-    lines: Lines | None = None
+    lines: Pieces | None = None
 
     def raw_span(self, start: int, end: int) -> tuple[int, int] | None:
         """Where ``text[start:end]`` is written in the message: the encoded lines that hold it,
@@ -53,10 +51,7 @@ class TextPart:
             return None
         if self.lines is None or not 0 <= start < end <= len(self.text):
             return self.body
-        raw, decoded = self.lines
-        first = bisect_right(decoded, start) - 1
-        last = bisect_right(decoded, end - 1)  # the line after the one that holds the last byte
-        return raw[first], raw[last]
+        return self.lines.span(start, end)
 
 
 def text_parts(data: bytes) -> list[TextPart]:
@@ -84,34 +79,31 @@ def text_parts(data: bytes) -> list[TextPart]:
             text = payload.decode(charset, errors="replace")
         except LookupError:  # an unknown charset name: read it as UTF-8
             text = payload.decode("utf-8", errors="replace")
+        utf8 = text.encode("utf-8")
         body = _body_span(data, part.get_payload(), encoding, cursor)
         if body is None:
-            parts.append(TextPart(text.encode("utf-8"), None))
+            parts.append(TextPart(utf8, None))
             continue
         cursor = body[1]
-        utf8 = text.encode("utf-8")
-        found = encoded_lines(data[body[0] : body[1]], encoding, utf8) if utf8 == payload else None
-        lines = None if found is None else (tuple(body[0] + at for at in found[0]), tuple(found[1]))
+        lines = encoded_lines(data[body[0] : body[1]], encoding, utf8, body[0]) if utf8 == payload else None
         parts.append(TextPart(utf8, body, lines))
     return parts
 
 
-def encoded_lines(body: bytes, encoding: str, text: bytes) -> tuple[list[int], list[int]] | None:
-    """Where each line of the encoded ``body`` starts in it (then ``len(body)``), and where the text
-    it decodes to starts in ``text`` (the whole body decoded), for a ``base64`` or
-    ``quoted-printable`` body; ``None`` where its lines decoded one by one are not ``text``."""
-    starts, text_starts, pieces, position, length = [], [], [], 0, 0
+def encoded_lines(body: bytes, encoding: str, text: bytes, base: int = 0) -> Pieces | None:
+    """The text of a ``base64`` or ``quoted-printable`` ``body`` (found at byte ``base``) mapped
+    line by line: the piece each line decodes to maps, as a whole, to that line; ``None`` where its
+    lines decoded one by one are not ``text`` (the whole body decoded)."""
+    builder, position = PieceBuilder(), base
     try:
         for line in body.splitlines(keepends=True):
             piece = binascii.a2b_base64(line.strip()) if encoding == "base64" else binascii.a2b_qp(line)
-            starts.append(position)
-            text_starts.append(length)
-            pieces.append(piece)
-            position, length = position + len(line), length + len(piece)
+            builder.add(piece, position, position + len(line), False)
+            position += len(line)
     except (binascii.Error, ValueError):
         return None
-    starts.append(len(body))
-    return (starts, text_starts) if b"".join(pieces) == text else None
+    decoded, pieces = builder.build()
+    return pieces if decoded == text else None
 
 
 def _body_span(data: bytes, encoded: object, encoding: str, cursor: int) -> tuple[int, int] | None:
