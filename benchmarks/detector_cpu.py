@@ -39,7 +39,9 @@ def main() -> None:
     specs = {spec.name: spec for spec in policy.quorum.detectors}
     for name, spec in specs.items():
         if spec.kind == "semantic" and spec.options.get("reader") is True:
-            plain = {key: value for key, value in spec.options.items() if key != "reader"}
+            plain = {
+                key: value for key, value in spec.options.items() if key not in ("reader", "second_ranker")
+            }
             detectors[f"{name} (no reader)"] = SemanticDetector(name=name, **plain)
     for detector in detectors.values():
         detector.answer(artifacts[0], policy)  # load and warm

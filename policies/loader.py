@@ -232,6 +232,8 @@ def named_models(policy: HarmPolicy) -> tuple[tuple[str, str], ...]:
         templates = MODEL_FILES.get(spec.kind, ())
         if templates and spec.options.get("reader") is True:
             templates = templates + READER_FILES
+        if templates and isinstance(ranker := spec.options.get("second_ranker"), str):
+            templates = templates + MODEL_FILES.get(ranker, ())  # the model that ranks for the reader
         directory = str(spec.options.get("models_dir") or default_models_dir()) if templates else ""
         for template in templates:
             relative = template.format(policy=policy.id)

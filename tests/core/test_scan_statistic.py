@@ -32,6 +32,23 @@ def test_one_window_reads_the_window_tail(null: WindowNull) -> None:
         assert p == pytest.approx(tail, rel=0.08)
 
 
+@pytest.mark.parametrize("tail", [0.5, 0.05, 0.01, 1e-6])
+def test_the_logit_at_a_tail_inverts_the_window_tail(null: WindowNull, tail: float) -> None:
+    """Inside the knots and on the exponential beyond them, the logit a share of harmless windows
+    reaches is the one whose tail is that share (a second ranker's floor)."""
+    logit = null.logit_at_tail(tail)
+    assert null.log_window_tail(logit) == pytest.approx(math.log(tail), abs=0.02)
+    if tail >= 0.01:  # inside the fitted knots: the logistic's own quantile, 1 / (1 + e^x) = tail
+        assert logit == pytest.approx(math.log(1 / tail - 1), abs=0.1)
+
+
+def test_the_logit_at_a_tail_takes_only_a_share(null: WindowNull) -> None:
+    assert null.logit_at_tail(1.0) == pytest.approx(float(null.knots[0]))
+    for bad in (0.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match="share of windows"):
+            null.logit_at_tail(bad)
+
+
 def test_the_same_best_window_counts_for_less_in_a_longer_artifact(null: WindowNull) -> None:
     """The same best window scores strictly lower the more windows it was the best of."""
     scores = [null.artifact_logit(3.0, n) for n in (1, 10, 100, 1_000, 100_000)]

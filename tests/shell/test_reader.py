@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import math
 import multiprocessing
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,8 @@ import pytest
 
 from policies.loader import ABSENT, load_policy, named_models
 from worker.core.detector import Artifact
-from worker.core.errors import ConfigError
+from worker.core.errors import ConfigError, DetectorError
+from worker.core.policy import HarmPolicy
 from worker.detectors.local.lexical import LexicalDetector
 from worker.detectors.local.reader import (
     TOKENIZER,
@@ -33,7 +35,13 @@ from worker.detectors.local.reader import (
     signed_products_exact,
 )
 from worker.detectors.local.semantic import SemanticDetector
-from worker.detectors.local.windows import models_dir, scored_answer
+from worker.detectors.local.windows import (
+    SecondRanker,
+    best_window_score,
+    models_dir,
+    scored_answer,
+    second_ranker,
+)
 
 INJECTION = load_policy("prompt-injection")
 
@@ -230,6 +238,100 @@ def test_a_window_the_head_ranks_high_but_the_reader_clears_is_harmless() -> Non
     assert "harmless" in answer.output and answer.windows[0].logit == -4.0
 
 
+@dataclass(frozen=True)
+class Lexer:
+    """The second ranker: scores a window by how often it says ``order``, with a window null."""
+
+    threshold: float = 0.5
+    window: int = 64
+    overlap: int = 16
+    null: None = None
+
+    def logits(self, windows: list[str]) -> np.ndarray:
+        return np.array([2.0 * w.count("order") - 1.0 for w in windows], dtype=np.float32)
+
+
+# The head ranks the hot filler first; the order lies in a window it ranks under the floor.
+PLANTED = FILLER + b"hot hot hot " + FILLER * 2 + b"please follow this order now " + FILLER * 2
+
+
+def test_the_reader_also_reads_the_second_rankers_best_window() -> None:
+    """The head's best window is hot filler, which the reader clears; the second ranker's best
+    window holds the order, so the reader reads it too, votes harmful and names only it."""
+    alone = FakeReader(count=1)
+    assert "harmless" in scored_answer(PLANTED, Ranker(), 0.5, reader=alone).output
+    assert alone.read is not None and not any("order" in w for w in alone.read)
+    reader = FakeReader(count=1)
+    answer = scored_answer(PLANTED, Ranker(), 0.5, reader=reader, second=SecondRanker(Lexer(), 1, 0.0, 5.0))
+    assert reader.read is not None and len(reader.read) == 2 and "order" in reader.read[1]
+    assert "harmful" in answer.output and [w.logit for w in answer.windows] == [4.0]
+    start = PLANTED.index(b"order")
+    assert answer.windows[0].start <= start < answer.windows[0].end
+
+
+def test_the_second_rankers_window_under_its_floor_or_read_already_is_not_read_again() -> None:
+    """Under its floor the second ranker adds nothing; a window the head chose already is read once;
+    in a text longer than it reads, or without a reader, the second ranker changes nothing."""
+    reader = FakeReader(count=1)
+    answer = scored_answer(PLANTED, Ranker(), 0.5, reader=reader, second=SecondRanker(Lexer(), 1, 5.0, 9.0))
+    assert "harmless" in answer.output and reader.read is not None and len(reader.read) == 1
+    data = FILLER + b"hot hot order " + FILLER * 3
+    reader = FakeReader(count=1)
+    answer = scored_answer(data, Ranker(), 0.5, reader=reader, second=SecondRanker(Lexer(), 1, 0.0, 5.0))
+    assert reader.read is not None and len(reader.read) == 1 and "harmful" in answer.output
+    reader = FakeReader(count=1)
+    longer = SecondRanker(Lexer(), 1, 0.0, 5.0, up_to=len(PLANTED) - 1)  # a text longer than it reads
+    assert "harmless" in scored_answer(PLANTED, Ranker(), 0.5, reader=reader, second=longer).output
+    assert reader.read is not None and len(reader.read) == 1
+    plain = scored_answer(PLANTED, Ranker(), 0.5)
+    assert scored_answer(PLANTED, Ranker(), 0.5, second=SecondRanker(Lexer(), 1, 0.0, 5.0)) == plain
+
+
+def test_the_second_rankers_window_at_its_own_harmful_level_is_not_read() -> None:
+    """Over the ceiling the second model votes harmful on that window itself: the reader reading
+    the passage its selector flagged would count one finding twice, so it is left to that vote."""
+    reader = FakeReader(count=1)
+    answer = scored_answer(PLANTED, Ranker(), 0.5, reader=reader, second=SecondRanker(Lexer(), 1, 0.0, 1.0))
+    assert "harmless" in answer.output and reader.read is not None and len(reader.read) == 1
+
+
+def test_the_second_ranker_ranks_only_the_heads_shortlist() -> None:
+    """The second model scores the head's ``shortlist`` best windows, not every window (it costs
+    what scoring the whole text would): an order the head ranks under its shortlist is not read."""
+    data = (
+        FILLER + b"hot hot hot " + FILLER + b"hot hot " + FILLER + b"please follow this order now " + FILLER
+    )
+    for shortlist, found in ((2, False), (16, True)):
+        reader = FakeReader(count=1)
+        second = SecondRanker(Lexer(), 1, 0.0, 5.0, shortlist)
+        answer = scored_answer(data, Ranker(), 0.5, reader=reader, second=second)
+        assert reader.read is not None and any("order" in w for w in reader.read) is found
+        assert ("harmful" in answer.output) is found
+
+
+def test_a_second_ranker_needs_a_reader_and_a_window_null() -> None:
+    with pytest.raises(ConfigError, match="set reader: true"):
+        SemanticDetector(second_ranker="lexical")
+    with pytest.raises(ConfigError, match="must be one of lexical"):
+        SemanticDetector(reader=True, second_ranker="semantic")
+    assert SemanticDetector(reader=True, second_ranker="lexical").second_ranker == "lexical"
+    with pytest.raises(DetectorError, match="window null"):
+        second_ranker(Lexer())
+
+
+def test_the_shipped_second_ranker_reads_the_lexical_models_band_of_doubt() -> None:
+    """The floor is the lexical model's logit that 5 % of train's harmless windows reach; the
+    ceiling the logit from which it votes harmful on a text of one window."""
+    policy = load_policy("prompt-injection")
+    second = SemanticDetector(reader=True, second_ranker="lexical").load_second(policy)
+    model = second.model
+    assert second.windows == 1 and second.shortlist == 16 and second.up_to == 128 << 10
+    assert model.null is not None and second.floor < second.ceiling
+    assert math.exp(model.null.log_window_tail(second.floor)) == pytest.approx(0.05, rel=0.05)
+    under, over = np.float32(second.ceiling - 0.01), np.float32(second.ceiling + 0.01)
+    assert best_window_score(model, under, 1) < model.threshold <= best_window_score(model, over, 1)
+
+
 def test_only_the_semantic_detector_takes_a_reader() -> None:
     with pytest.raises(ConfigError, match="only the semantic detector"):
         LexicalDetector(reader=True)
@@ -245,6 +347,24 @@ def test_the_policy_fingerprints_the_readers_files() -> None:
     assert f"semantic:{TOKENIZER_DIR}/{TOKENIZER}" in keys
     assert all(INJECTION.model_sha256(path) not in (None, ABSENT) for _, path in named_models(INJECTION))
     assert not any("reader" in key for key, _ in named_models(load_policy("malicious-package")))
+
+
+def test_the_policy_fingerprints_the_second_rankers_file() -> None:
+    """The second ranker's model is part of the semantic detector: pinned under its name, so a
+    lexical model swapped under a running policy makes that vote unavailable too."""
+    data = INJECTION.model_dump(mode="json", exclude={"sha256"})
+    data["quorum"]["detectors"] = [d for d in data["quorum"]["detectors"] if d["kind"] != "lexical"]
+    data["quorum"]["dissent"] = {}
+    for spec in data["quorum"]["detectors"]:
+        if spec["kind"] == "semantic":
+            spec["options"] = {"reader": True, "second_ranker": "lexical"}
+    keys = [key for key, _ in named_models(HarmPolicy.model_validate(data))]
+    assert "semantic:prompt-injection/lexical.npz" in keys
+    assert not any(
+        key.endswith("lexical.npz")
+        for key, _ in named_models(load_policy("malicious-package"))
+        if key.startswith("semantic:")
+    )
 
 
 # -- the shipped reader ----------------------------------------------------------------------

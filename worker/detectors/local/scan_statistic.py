@@ -101,6 +101,16 @@ class WindowNull:
             return float(self.log_tail[-1]) - self.slope * (logit - float(self.knots[-1]))
         return float(np.interp(logit, self.knots, self.log_tail))
 
+    def logit_at_tail(self, tail: float) -> float:
+        """The logit that a share ``tail`` (0 < tail <= 1) of harmless windows reaches: the inverse
+        of :meth:`log_window_tail`, on the exponential beyond the last knot."""
+        if not 0.0 < tail <= 1.0:
+            raise ValueError(f"a tail is a share of windows in (0, 1], not {tail!r}")
+        level = math.log(tail)
+        if level >= float(self.log_tail[-1]):  # log_tail falls as the knots rise: read it reversed
+            return float(np.interp(level, self.log_tail[::-1], self.knots[::-1]))
+        return float(self.knots[-1]) + (float(self.log_tail[-1]) - level) / self.slope
+
     def artifact_logit(self, best_logit: float, windows: int) -> float:
         """``logit(1 - p)``, ``p`` the chance that the best of ``n`` harmless windows reaches
         ``best_logit``, with ``n = windows / reference_windows`` (at least 1)."""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from itertools import islice
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
@@ -41,6 +41,20 @@ T = TypeVar("T")
 
 BATCH_BYTES = 1 << 20  # window text scored per model call, unless the model says (``batch_bytes``)
 TOP_WINDOWS = 3  # the best windows a vote names (by view and offsets), for a reviewer
+# ``second_ranker``: of the head's SECOND_SHORTLIST best windows, the reader also reads the second
+# model's best (SECOND_WINDOWS) where its logit lies in that model's band of doubt: over the level
+# only SECOND_TAIL of harmless windows reach (its window null, out of fold on train), under the level
+# where that model votes harmful on it alone. Chosen on train attacks planted in carriers: the 10 %
+# tail found 3 more of 1,200 for twice the reads; scoring every window instead of 16 found 2-3 more
+# of 300 at 16-64 KB for 3x the CPU and a 64 KB carrier more blocked
+# (docs/measurements.md#a-second-ranker). Only in texts up to SECOND_UP_TO bytes: it was
+# chosen on carriers of up to 66 KB, and of 220 real releases up to 1 MB it changed one, a 1.0 MB
+# diff whose extra window was the reader's lone false alarm.
+SECOND_WINDOWS = 1
+SECOND_TAIL = 0.05
+SECOND_SHORTLIST = 16
+SECOND_UP_TO = 128 << 10
+SECOND_RANKERS = ("lexical",)  # the policy's models that may rank for a reader
 
 _LOCK = threading.RLock()  # re-entrant: a model loader may load a shared artifact
 _CACHE: dict[tuple[str, str], tuple[tuple[str, ...], object]] = {}  # -> (digests, model)
@@ -121,6 +135,35 @@ class Reader(Protocol):
 Ranked = tuple[float, int, str, "View", tuple[int, int], np.floating[Any], str]
 
 
+class SecondRanker(NamedTuple):
+    """A second model whose best windows a reader reads too, in texts of up to ``up_to`` bytes: of
+    its ``windows`` best among the first model's ``shortlist``, each whose logit is at least
+    ``floor`` and under ``ceiling`` (see :func:`second_ranker`)."""
+
+    model: WindowedModel
+    windows: int
+    floor: float
+    ceiling: float = math.inf
+    shortlist: int = SECOND_SHORTLIST  # it ranks the first model's this many best windows
+    up_to: int = SECOND_UP_TO  # in texts of at most this many bytes
+
+
+def second_ranker(model: WindowedModel) -> SecondRanker:
+    """``model`` ranking for a reader in texts of up to ``SECOND_UP_TO`` bytes: of the first model's
+    ``SECOND_SHORTLIST`` best windows, its ``SECOND_WINDOWS`` best, each read if its logit reaches the
+    ``SECOND_TAIL`` of the model's harmless windows and stays under the logit from which the model
+    votes harmful on a text of that one window. A window over that is the model's own harmful vote: the reader confirming the
+    passage its selector flagged is one finding twice, and on train's planted carriers those pairs
+    were the only false alarms it added."""
+    if model.null is None:
+        raise DetectorError(
+            "a second ranker needs a model with a window null (its floor)", kind=ErrorKind.unavailable
+        )
+    floor = model.null.logit_at_tail(SECOND_TAIL)
+    ceiling = model.null.logit_at_tail(1.0 - model.threshold)
+    return SecondRanker(model, SECOND_WINDOWS, floor, ceiling, SECOND_SHORTLIST, SECOND_UP_TO)
+
+
 class WindowedModel(Protocol):
     # Read-only members, so that frozen dataclasses (the lexical and semantic models) conform.
     @property
@@ -173,6 +216,7 @@ def scored_answer(
     reference_windows: float | None = None,
     paragraphs: int | None = None,
     reader: Reader | None = None,
+    second: SecondRanker | None = None,
 ) -> Answer:
     """Score every window of ``data`` and answer with full coverage and the best windows.
 
@@ -192,7 +236,9 @@ def scored_answer(
     With a ``reader`` (:mod:`worker.detectors.local.reader`), the model only ranks: the reader
     reads its ``count`` best windows whose logit reaches the reader's ``floor``, and the best of
     the reader's logits against ``threshold`` (a probability) is the vote. A text whose best
-    window stays under the floor is harmless without being read again.
+    window stays under the floor is harmless without being read again. With a ``second`` ranker as
+    well, the reader also reads that model's best windows within its band: a passage planted in a
+    long text that the first model ranks under the text's other windows.
     """
     # ``added_only``: an artifact flag of the lexical and semantic models; other models read raw bytes.
     views = scanned_views(data, getattr(model, "added_only", False), prose)
@@ -202,7 +248,9 @@ def scored_answer(
         for span, text in _view_windows(view, model, paragraphs)
     )
     per_batch = max(1, getattr(model, "batch_bytes", BATCH_BYTES) // model.window)
-    kept = max(TOP_WINDOWS, reader.count if reader else 0)
+    ranks = second is not None and reader is not None and len(data) <= second.up_to
+    shortlist = second.shortlist if second is not None and ranks else 0
+    kept = max(TOP_WINDOWS, reader.count if reader else 0, shortlist)
     # (-logit, order, view's name, view, span, logit in the model's dtype, text), best first; ties:
     # the earlier window
     best: list[Ranked] = []
@@ -216,7 +264,8 @@ def scored_answer(
     spans = segment_spans(len(data), model.window, model.overlap)
     coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
     if reader is not None:
-        return _reread(data, best, reader, threshold, coverage)
+        also = _second_best(best[:shortlist], second) if second is not None and shortlist else []
+        return _reread(data, best, reader, threshold, coverage, also)
     named = best[:TOP_WINDOWS]
     top: list[ScoredWindow] = []
     for (place, (start, end), raw), (*_, logit, _) in zip(_places(data, named), named, strict=True):
@@ -273,11 +322,31 @@ def _places(data: bytes, ranked: list[Ranked]) -> list[Place]:
     return places
 
 
-def _reread(data: bytes, best: list[Ranked], reader: Reader, threshold: float, coverage: Coverage) -> Answer:
-    """The vote of ``reader`` on the ranking model's best windows that reach its floor, named by
-    the reader's probabilities, best first. The reader judges each window on its own, so a
-    harmful vote names only the windows it found harmful (:func:`_answer`)."""
+def _second_best(shortlist: list[Ranked], second: SecondRanker) -> list[Ranked]:
+    """Of the first model's ``shortlist``, the second model's ``windows`` best whose logit
+    lies in its band (at least ``floor``, under ``ceiling``)."""
+    if not shortlist:
+        return []
+    others = second.model.logits([item[6] for item in shortlist])
+    best = np.argsort(-others, kind="stable")[: second.windows].tolist()
+    return [shortlist[i] for i in best if second.floor <= float(others[i]) < second.ceiling]
+
+
+def _reread(
+    data: bytes,
+    best: list[Ranked],
+    reader: Reader,
+    threshold: float,
+    coverage: Coverage,
+    also: Sequence[Ranked] = (),
+) -> Answer:
+    """The vote of ``reader`` on the ranking model's best windows that reach its floor and on the
+    second ranker's (``also``) it has not read yet, named by the reader's probabilities, best first.
+    The reader judges each window on its own, so a harmful vote names only the windows it found
+    harmful (:func:`_answer`)."""
     chosen = [item for item in best[: reader.count] if float(item[5]) >= reader.floor]
+    read = {item[1] for item in chosen}  # by order: each window is read once
+    chosen += [item for item in also if item[1] not in read]
     logits = reader.logits([item[6] for item in chosen])
     order = np.argsort(-logits, kind="stable")[:TOP_WINDOWS].tolist()
     places = _places(data, [chosen[i] for i in order])
@@ -341,12 +410,14 @@ class WindowedModelDetector:
     ``paragraphs: N`` also reads each paragraph of N bytes up to a window as a window of its own
     (see :func:`paragraph_spans`). ``reader: true`` (semantic only) has a fine-tuned transformer
     re-read the best windows and vote (see :func:`scored_answer`); ``threshold`` is then its cut.
+    ``second_ranker: lexical`` (with a reader) has the reader also read the window the policy's
+    lexical model ranks first among the head's best (see :func:`second_ranker`).
     """
 
     backend: ClassVar[str]
     # Every option ``__init__`` reads; the policy preflight refuses any other (worker.detectors.preflight).
     OPTIONS: ClassVar[frozenset[str]] = frozenset(
-        {"models_dir", "paragraphs", "prose", "reader", "reference_windows"}
+        {"models_dir", "paragraphs", "prose", "reader", "reference_windows", "second_ranker"}
     )
     # With ``reader: true`` (the semantic detector only), a reader re-reads the best windows.
     READS_AGAIN: ClassVar[bool] = False
@@ -369,6 +440,13 @@ class WindowedModelDetector:
             raise ConfigError(f"{self.name}: reader must be true or false, not {self.reader!r}")
         if self.reader and not self.READS_AGAIN:
             raise ConfigError(f"{self.name}: only the semantic detector takes a reader")
+        self.second_ranker = options.get("second_ranker")
+        if self.second_ranker is not None and self.second_ranker not in SECOND_RANKERS:
+            raise ConfigError(
+                f"{self.name}: second_ranker must be one of {', '.join(SECOND_RANKERS)}, not {self.second_ranker!r}"
+            )
+        if self.second_ranker is not None and not self.reader:
+            raise ConfigError(f"{self.name}: second_ranker ranks windows for a reader; set reader: true")
         self.paragraphs = options.get("paragraphs")
         if self.paragraphs is not None and (
             isinstance(self.paragraphs, bool) or not isinstance(self.paragraphs, int) or self.paragraphs < 1
@@ -383,11 +461,25 @@ class WindowedModelDetector:
     def load_reader(self, policy: HarmPolicy) -> Reader:
         raise NotImplementedError
 
+    def load_second(self, policy: HarmPolicy) -> SecondRanker:
+        """The policy's lexical model ranking for the reader (``second_ranker: lexical``)."""
+        from worker.detectors.local.lexical import load_model  # that module imports this one
+
+        return second_ranker(load_model(policy.id, self.models_dir, policy))
+
     def answer(self, artifact: Artifact, policy: HarmPolicy) -> Answer:
         model = self.load(policy)
         reader = self.load_reader(policy) if self.reader else None
+        second = self.load_second(policy) if self.second_ranker else None
         trained = model.threshold if reader is None else expit(reader.threshold)
         threshold = trained if self.threshold is None else self.threshold
         return scored_answer(
-            artifact.data, model, threshold, self.prose, self.reference_windows, self.paragraphs, reader
+            artifact.data,
+            model,
+            threshold,
+            self.prose,
+            self.reference_windows,
+            self.paragraphs,
+            reader,
+            second,
         )
