@@ -239,13 +239,9 @@ def test_a_window_the_head_ranks_high_but_the_reader_clears_is_harmless() -> Non
 
 
 @dataclass(frozen=True)
-class Lexer:
-    """The second ranker: scores a window by how often it says ``order``, with a window null."""
-
-    threshold: float = 0.5
-    window: int = 64
-    overlap: int = 16
-    null: None = None
+class Lexer(Ranker):
+    """The second ranker: scores a window by how often it says ``order`` (the head's geometry, and
+    no window null: :func:`second_ranker` refuses it, the tests give the band by hand)."""
 
     def logits(self, windows: list[str]) -> np.ndarray:
         return np.array([2.0 * w.count("order") - 1.0 for w in windows], dtype=np.float32)
