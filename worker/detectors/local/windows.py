@@ -150,11 +150,11 @@ class SecondRanker(NamedTuple):
 
 def second_ranker(model: WindowedModel) -> SecondRanker:
     """``model`` ranking for a reader in texts of up to ``SECOND_UP_TO`` bytes: of the first model's
-    ``SECOND_SHORTLIST`` best windows, its ``SECOND_WINDOWS`` best, each read if its logit reaches the
-    ``SECOND_TAIL`` of the model's harmless windows and stays under the logit from which the model
-    votes harmful on a text of that one window. A window over that is the model's own harmful vote: the reader confirming the
-    passage its selector flagged is one finding twice, and on train's planted carriers those pairs
-    were the only false alarms it added."""
+    ``SECOND_SHORTLIST`` best windows, its ``SECOND_WINDOWS`` best, each read if its logit reaches
+    the ``SECOND_TAIL`` of the model's harmless windows and stays under the logit from which the
+    model votes harmful on a text of that one window. A window over that is the model's own harmful
+    vote: the reader confirming the passage its selector flagged is one finding twice, and on
+    train's planted carriers those pairs were the only false alarms it added."""
     if model.null is None:
         raise DetectorError(
             "a second ranker needs a model with a window null (its floor)", kind=ErrorKind.unavailable
@@ -249,7 +249,7 @@ def scored_answer(
     )
     per_batch = max(1, getattr(model, "batch_bytes", BATCH_BYTES) // model.window)
     ranks = second is not None and reader is not None and len(data) <= second.up_to
-    shortlist = second.shortlist if second is not None and ranks else 0
+    shortlist = second.shortlist if ranks and second is not None else 0  # the head's windows it ranks
     kept = max(TOP_WINDOWS, reader.count if reader else 0, shortlist)
     # (-logit, order, view's name, view, span, logit in the model's dtype, text), best first; ties:
     # the earlier window
@@ -442,8 +442,9 @@ class WindowedModelDetector:
             raise ConfigError(f"{self.name}: only the semantic detector takes a reader")
         self.second_ranker = options.get("second_ranker")
         if self.second_ranker is not None and self.second_ranker not in SECOND_RANKERS:
+            known = ", ".join(SECOND_RANKERS)
             raise ConfigError(
-                f"{self.name}: second_ranker must be one of {', '.join(SECOND_RANKERS)}, not {self.second_ranker!r}"
+                f"{self.name}: second_ranker must be one of {known}, not {self.second_ranker!r}"
             )
         if self.second_ranker is not None and not self.reader:
             raise ConfigError(f"{self.name}: second_ranker ranks windows for a reader; set reader: true")
