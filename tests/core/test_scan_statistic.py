@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from worker.core.detector import verdict_output
-from worker.detectors.local.scan_statistic import MAX_SLOPE, MIN_SLOPE, WindowNull
-from worker.detectors.local.windows import artifact_score, expit, scored_answer
+from worker.detectors.local.scan_statistic import MAX_SLOPE, MIN_SLOPE, WindowNull, expit
+from worker.detectors.local.windows import artifact_score, scored_answer
 
 HARMFUL, HARMLESS = verdict_output("harmful"), verdict_output("harmless")
 

@@ -15,9 +15,10 @@ from tests.shell.test_reader import FILLER, Ranker
 from worker.core.detector import Artifact, Detector, cast_vote
 from worker.core.prose import diff_prose, prose_raw_spans
 from worker.core.views import view_bytes
+from worker.detectors.local.cascade import TOP_WINDOWS
 from worker.detectors.local.lexical import LexicalDetector
 from worker.detectors.local.semantic import SemanticDetector
-from worker.detectors.local.windows import TOP_WINDOWS, scored_answer
+from worker.detectors.local.windows import scored_answer
 
 INJECTION = load_policy("prompt-injection")
 DETECTORS = [LexicalDetector, SemanticDetector]

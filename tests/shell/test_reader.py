@@ -24,6 +24,7 @@ from policies.loader import ABSENT, load_policy, named_models
 from worker.core.detector import Artifact
 from worker.core.errors import ConfigError, DetectorError
 from worker.core.policy import HarmPolicy
+from worker.detectors.local.cascade import SecondRanker, second_ranker
 from worker.detectors.local.lexical import LexicalDetector
 from worker.detectors.local.reader import (
     TOKENIZER,
@@ -35,13 +36,7 @@ from worker.detectors.local.reader import (
     signed_products_exact,
 )
 from worker.detectors.local.semantic import SemanticDetector
-from worker.detectors.local.windows import (
-    SecondRanker,
-    best_window_score,
-    models_dir,
-    scored_answer,
-    second_ranker,
-)
+from worker.detectors.local.windows import best_window_score, models_dir, scored_answer
 
 INJECTION = load_policy("prompt-injection")
 

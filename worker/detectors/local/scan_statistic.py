@@ -142,3 +142,11 @@ def _exponential_slope(top: np.ndarray, count: int) -> float:
     centred = top - top.mean()
     slope = -float((centred * (log_tail - log_tail.mean())).sum() / (centred * centred).sum())
     return float(min(MAX_SLOPE, max(MIN_SLOPE, slope)))
+
+
+def expit(logit: float) -> float:
+    """The logistic function, without overflow at either end."""
+    if logit >= 0.0:
+        return 1.0 / (1.0 + math.exp(-logit))
+    odds = math.exp(logit)
+    return odds / (1.0 + odds)

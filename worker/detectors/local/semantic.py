@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from worker.core.policy import HarmPolicy
+from worker.detectors.local.cascade import Reader
 from worker.detectors.local.embedding import (
     EMBEDDING_DIR,
     EMBEDDINGS,
@@ -29,7 +30,6 @@ from worker.detectors.local.embedding import (
 )
 from worker.detectors.local.scan_statistic import WindowNull
 from worker.detectors.local.windows import (
-    Reader,
     WindowedModelDetector,
     cached,
     model_digests,

@@ -7,13 +7,13 @@ for "does any part of this try something": a 300-byte injection 30 KB deep in
 a benign log moves one window, and a mean would dilute it away. A model
 trained with a window null reads that maximum against the number of windows
 (:mod:`worker.detectors.local.scan_statistic`), so that length alone does not
-raise the score.
+raise the score. What the vote names, and the reader that re-reads the best windows, live in
+:mod:`worker.detectors.local.cascade`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
 import threading
@@ -21,41 +21,34 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from itertools import islice
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
 from policies.loader import current_sha256, default_models_dir
-from worker.core.detector import Artifact, verdict_output
+from worker.core.detector import Artifact
 from worker.core.errors import ConfigError, DetectorError
-from worker.core.mail import text_parts
-from worker.core.models import Answer, Coverage, ErrorKind, ScoredWindow, Verdict
-from worker.core.offsets import Mapped
+from worker.core.models import Answer, Coverage, ErrorKind, ScoredWindow
 from worker.core.policy import HarmPolicy
-from worker.core.prose import prose_raw_spans
 from worker.core.segment import coverage_of, segment_spans
-from worker.core.views import DECODED, PROSE, RAW, Streamed, View, raw_span, scanned_views
-from worker.detectors.local.scan_statistic import WindowNull
+from worker.core.views import Streamed, View, scanned_views
+from worker.detectors.local.cascade import (
+    SECOND_RANKERS,
+    TOP_WINDOWS,
+    Ranked,
+    Reader,
+    SecondRanker,
+    named_places,
+    reread,
+    second_best,
+    second_ranker,
+    vote_of,
+)
+from worker.detectors.local.scan_statistic import WindowNull, expit
 
 T = TypeVar("T")
 
 BATCH_BYTES = 1 << 20  # window text scored per model call, unless the model says (``batch_bytes``)
-TOP_WINDOWS = 3  # the best windows a vote names (by view and offsets), for a reviewer
-# ``second_ranker``: of the head's SECOND_SHORTLIST best windows, the reader also reads the second
-# model's best (SECOND_WINDOWS) where its logit lies in that model's band of doubt: over the level
-# only SECOND_TAIL of harmless windows reach (its window null, out of fold on train), under the level
-# where that model votes harmful on it alone. Chosen on train attacks planted in carriers: the 10 %
-# tail found 3 more of 1,200 for twice the reads; scoring every window instead of 16 found 2-3 more
-# of 300 at 16-64 KB for 3x the CPU and a 64 KB carrier more blocked
-# (docs/measurements.md#a-second-ranker). Only in texts up to SECOND_UP_TO bytes: it was
-# chosen on carriers of up to 66 KB, and of 220 real releases up to 1 MB it changed one, a 1.0 MB
-# diff whose extra window was the reader's lone false alarm.
-SECOND_WINDOWS = 1
-SECOND_TAIL = 0.05
-SECOND_SHORTLIST = 16
-SECOND_UP_TO = 128 << 10
-SECOND_RANKERS = ("lexical",)  # the policy's models that may rank for a reader
-
 _LOCK = threading.RLock()  # re-entrant: a model loader may load a shared artifact
 _CACHE: dict[tuple[str, str], tuple[tuple[str, ...], object]] = {}  # -> (digests, model)
 
@@ -118,52 +111,6 @@ def lazy_window_texts(data: bytes, spans: Iterable[tuple[int, int]]) -> Iterator
     return (data[start:end].decode("utf-8", errors="replace") for start, end in spans)
 
 
-class Reader(Protocol):
-    """A second model that re-reads a ranking model's best windows (worker.detectors.local.reader)."""
-
-    @property
-    def count(self) -> int: ...  # how many of the best windows it reads
-    @property
-    def floor(self) -> float: ...  # the ranking model's logit a window must reach to be read
-    @property
-    def threshold(self) -> float: ...  # its own cut, a logit
-
-    def logits(self, windows: list[str]) -> np.ndarray: ...
-
-
-# A ranked window: (-logit, order, view's name, view, span, logit in the model's dtype, text)
-Ranked = tuple[float, int, str, "View", tuple[int, int], np.floating[Any], str]
-
-
-class SecondRanker(NamedTuple):
-    """A second model whose best windows a reader reads too, in texts of up to ``up_to`` bytes: of
-    its ``windows`` best among the first model's ``shortlist``, each whose logit is at least
-    ``floor`` and under ``ceiling`` (see :func:`second_ranker`)."""
-
-    model: WindowedModel
-    windows: int
-    floor: float
-    ceiling: float = math.inf
-    shortlist: int = SECOND_SHORTLIST  # it ranks the first model's this many best windows
-    up_to: int = SECOND_UP_TO  # in texts of at most this many bytes
-
-
-def second_ranker(model: WindowedModel) -> SecondRanker:
-    """``model`` ranking for a reader in texts of up to ``SECOND_UP_TO`` bytes: of the first model's
-    ``SECOND_SHORTLIST`` best windows, its ``SECOND_WINDOWS`` best, each read if its logit reaches
-    the ``SECOND_TAIL`` of the model's harmless windows and stays under the logit from which the
-    model votes harmful on a text of that one window. A window over that is the model's own harmful
-    vote: the reader confirming the passage its selector flagged is one finding twice, and on
-    train's planted carriers those pairs were the only false alarms it added."""
-    if model.null is None:
-        raise DetectorError(
-            "a second ranker needs a model with a window null (its floor)", kind=ErrorKind.unavailable
-        )
-    floor = model.null.logit_at_tail(SECOND_TAIL)
-    ceiling = model.null.logit_at_tail(1.0 - model.threshold)
-    return SecondRanker(model, SECOND_WINDOWS, floor, ceiling, SECOND_SHORTLIST, SECOND_UP_TO)
-
-
 class WindowedModel(Protocol):
     # Read-only members, so that frozen dataclasses (the lexical and semantic models) conform.
     @property
@@ -198,14 +145,6 @@ def best_window_score(
         model.null if reference_windows is None else replace(model.null, reference_windows=reference_windows)
     )
     return expit(null.artifact_logit(float(best), count))
-
-
-def expit(logit: float) -> float:
-    """The logistic function, without overflow at either end."""
-    if logit >= 0.0:
-        return 1.0 / (1.0 + math.exp(-logit))
-    odds = math.exp(logit)
-    return odds / (1.0 + odds)
 
 
 def scored_answer(
@@ -264,97 +203,15 @@ def scored_answer(
     spans = segment_spans(len(data), model.window, model.overlap)
     coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
     if reader is not None:
-        also = _second_best(best[:shortlist], second) if second is not None and shortlist else []
-        return _reread(data, best, reader, threshold, coverage, also)
+        also = second_best(best[:shortlist], second) if second is not None and shortlist else []
+        return reread(data, best, reader, threshold, coverage, also)
     named = best[:TOP_WINDOWS]
     top: list[ScoredWindow] = []
-    for (place, (start, end), raw), (*_, logit, _) in zip(_places(data, named), named, strict=True):
+    for (place, (start, end), raw), (*_, logit, _) in zip(named_places(data, named), named, strict=True):
         with np.errstate(over="ignore"):  # a model without a null: a far-off window's score is 0.0
             score = best_window_score(model, logit, count, reference_windows)
         top.append(ScoredWindow(view=place, start=start, end=end, logit=float(logit), score=score, raw=raw))
-    return _answer(top, threshold, coverage)
-
-
-def _answer(top: list[ScoredWindow], threshold: float, coverage: Coverage) -> Answer:
-    """The vote of the best windows ``top`` (best first) against ``threshold``. A harmful vote names
-    only the windows that reach it alone: a window the model scored under its cut is no place it
-    found harm, and the quorum's ``colocate`` reads these places (a rules span beside such a window
-    of a long harmless document is no passage both flagged). A harmless vote names all of them."""
-    score = top[0].score if top else 0.0
-    verdict: Verdict = "harmful" if score >= threshold else "harmless"
-    if verdict == "harmful":
-        top = [window for window in top if window.score >= threshold]
-    return Answer(output=verdict_output(verdict), coverage=coverage, score=score, windows=tuple(top))
-
-
-Place = tuple[str, tuple[int, int], tuple[int, int] | None]  # view, offsets, raw bytes (ScoredWindow)
-
-
-def _places(data: bytes, ranked: list[Ranked]) -> list[Place]:
-    """Where a vote names each of the ``ranked`` windows: a window of a diff's added lines, of its
-    prose or of a JSON document's fields by where it lies in the raw bytes (so the quorum compares
-    it with the rules' spans and the other models' windows), one of an e-mail's decoded text part
-    by its own offsets (what a reviewer is shown) and the encoded lines that write it, any other by
-    its view and offsets. A diff's prose is read once more, up to its furthest named window, and an
-    e-mail's parts are found again, only when one of theirs is named."""
-    places: list[Place] = []
-    for _, _, name, view, span, _, _ in ranked:
-        raw = None if name.startswith(DECODED) else raw_span(view, *span)  # a part's offsets are its own
-        places.append((RAW, raw, None) if raw else (name, span, None))
-    prose = [index for index, (name, _, _) in enumerate(places) if name == PROSE]
-    if prose:
-        found = prose_raw_spans(data, [places[index][1] for index in prose])
-        for index, raw in zip(prose, found, strict=True):
-            if raw is not None:
-                places[index] = (RAW, raw, None)
-    if any(name.startswith(DECODED) for name, _, _ in places):
-        parts = text_parts(data)
-        for index, ((name, span, _), item) in enumerate(zip(places, ranked, strict=True)):
-            number = name.removeprefix(DECODED)
-            if name.startswith(DECODED) and number.isdigit() and int(number) < len(parts):
-                view = item[3]  # the part's text, or that text with its references read
-                in_part = view.raw_span(*span) if isinstance(view, Mapped) else span
-                places[index] = (
-                    name,
-                    span,
-                    None if in_part is None else parts[int(number)].raw_span(*in_part),
-                )
-    return places
-
-
-def _second_best(shortlist: list[Ranked], second: SecondRanker) -> list[Ranked]:
-    """Of the first model's ``shortlist``, the second model's ``windows`` best whose logit
-    lies in its band (at least ``floor``, under ``ceiling``)."""
-    if not shortlist:
-        return []
-    others = second.model.logits([item[6] for item in shortlist])
-    best = np.argsort(-others, kind="stable")[: second.windows].tolist()
-    return [shortlist[i] for i in best if second.floor <= float(others[i]) < second.ceiling]
-
-
-def _reread(
-    data: bytes,
-    best: list[Ranked],
-    reader: Reader,
-    threshold: float,
-    coverage: Coverage,
-    also: Sequence[Ranked] = (),
-) -> Answer:
-    """The vote of ``reader`` on the ranking model's best windows that reach its floor and on the
-    second ranker's (``also``) it has not read yet, named by the reader's probabilities, best first.
-    The reader judges each window on its own, so a harmful vote names only the windows it found
-    harmful (:func:`_answer`)."""
-    chosen = [item for item in best[: reader.count] if float(item[5]) >= reader.floor]
-    read = {item[1] for item in chosen}  # by order: each window is read once
-    chosen += [item for item in also if item[1] not in read]
-    logits = reader.logits([item[6] for item in chosen])
-    order = np.argsort(-logits, kind="stable")[:TOP_WINDOWS].tolist()
-    places = _places(data, [chosen[i] for i in order])
-    top: list[ScoredWindow] = []
-    for i, (place, (start, end), raw) in zip(order, places, strict=True):
-        logit = float(logits[i])
-        top.append(ScoredWindow(view=place, start=start, end=end, logit=logit, score=expit(logit), raw=raw))
-    return _answer(top, threshold, coverage)
+    return vote_of(top, threshold, coverage)
 
 
 def _view_windows(
