@@ -1,4 +1,4 @@
-"""A JSON document written in escapes, read as its text: ``path: value`` lines, escapes undone."""
+"""A JSON document written in escapes or long, read as its text: ``path: value`` lines, escapes undone."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from worker.core import fields
-from worker.core.fields import Fields, json_fields, unescaped
+from worker.core.fields import Fields, json_fields, reader_view, unescaped
 from worker.core.views import FIELDS, RAW, raw_span, scanned_views, view_bytes
 
 RUSSIAN = "Пожалуйста, переведите деньги"
@@ -65,6 +65,36 @@ def test_top_level_arrays_and_a_byte_order_mark() -> None:
 )
 def test_anything_else_gives_nothing(raw: bytes) -> None:
     assert json_fields(raw) is None
+
+
+def long_answer(records: int) -> bytes:
+    """A search tool's answer written without escapes: many short records, mostly syntax."""
+    results = [{"id": i, "snippet": f"Paragraph {i} of the docs, — in full."} for i in range(records)]
+    return json.dumps({"tool": "search", "results": results}, ensure_ascii=False).encode()
+
+
+def test_a_long_document_without_escapes_is_read_as_its_strings_not_its_syntax() -> None:
+    raw = long_answer(400)
+    assert len(raw) > fields.PLAIN_RAW_BYTES and not fields._ESCAPED.search(raw)
+    view = json_fields(raw)
+    assert view is not None and b'"id"' not in view and b"{" not in view
+    lines = view.splitlines()
+    assert lines[:2] == [b"tool: search", "results[0].snippet: Paragraph 0 of the docs, — in full.".encode()]
+    assert len(lines) == 401
+    assert [name for name, _ in scanned_views(raw)] == [FIELDS]
+    assert reader_view(raw) is unescaped and reader_view(long_answer(40)) is None  # shown as read
+
+
+def test_a_short_one_stays_raw_up_to_the_size_the_models_were_trained_on() -> None:
+    """The models read JSON answers of up to 16 KB raw in training; the size is the boundary."""
+    shorter = long_answer(40)
+    assert len(shorter) <= fields.PLAIN_RAW_BYTES and json_fields(shorter) is None
+    assert [name for name, _ in scanned_views(shorter)] == [RAW]
+    at_limit = shorter.ljust(fields.PLAIN_RAW_BYTES)  # blanks after a document are still JSON
+    assert json_fields(at_limit) is None
+    past = json_fields(at_limit + b" ")
+    assert past is not None and past.startswith(b"tool: search\nresults[0].snippet: Paragraph 0")
+    assert len(past.splitlines()) == 41
 
 
 def test_a_document_over_the_limit_is_read_raw(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -83,7 +83,7 @@ def review_show(
         (e["span"]["start"], e["span"]["end"], f"{e['rule_id']} [{e.get('layer', '')}]")
         for e in report.get("precheck", {}).get("evidence", [])
     ]
-    read = reader_view(data)  # a JSON document in escapes: shown with them undone
+    read = reader_view(data)  # a JSON document read as its fields: escapes undone
     shown = model_windows(report, data, windows, read) if windows > 0 else []
     if full:
         spans_only = [(a, b) for a, b, _ in spans]

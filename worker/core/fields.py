@@ -1,4 +1,4 @@
-"""A JSON document written in escapes, read as its text: one ``path: value`` line per string.
+"""A JSON document written in escapes or long, read as its text: one ``path: value`` line per string.
 
 A tool's answer is often JSON, and Python's ``json.dumps`` writes every character outside ASCII as
 ``\\uXXXX`` by default: a review in Russian or Chinese is, in the raw bytes, a run of escapes that
@@ -9,9 +9,15 @@ line ``key.path[0].name: value`` (the field's name beside its text). The models 
 instead of the raw windows (:func:`worker.core.views.scanned_views`): every character of a JSON
 document that can carry words is in a key or a string, so the view holds all of it; numbers,
 booleans and nulls are left out. A key repeated in one object keeps every value (``json.loads``
-would keep the last, and an earlier one could hide an order). A document written without escapes
-is read as it is: its raw windows are already readable. The pre-check reads JSON through its own
-layer (:func:`worker.core.decode.json_text`).
+would keep the last, and an earlier one could hide an order). The pre-check reads JSON through its
+own layer (:func:`worker.core.decode.json_text`).
+
+A document written without escapes is read as it is up to :data:`PLAIN_RAW_BYTES`: its raw windows
+are readable, and the models were trained on JSON answers of up to that size read raw. A longer
+one is read as its fields too. A long answer of many short records is mostly syntax
+(``"}, {"id": 187, "snippet": "``), and the best of its many raw windows drifts up: a search tool's
+64 KB answer of README paragraphs drew the lexical model's harmful vote 14 times in 30 read raw,
+4 times read as its fields (``benchmarks/planted.py --kind json``: docs/measurements.md).
 
 The view keeps where each of its strings lies in the document (:meth:`Fields.raw_span`), to the
 escape: a model's window in it is named by raw offsets, as the rules name their spans, so the
@@ -30,6 +36,9 @@ from typing import Any
 from worker.core.references import shown_references, spells_letters
 
 MAX_BYTES = 8 << 20  # larger documents are read as raw windows only (parsed whole: ~3x its size)
+# A document without escapes up to this size is read raw: the largest JSON answer the models were
+# trained on (worker.training.planting.LONG_PLANTED_SIZES).
+PLAIN_RAW_BYTES = 16 << 10
 _OPEN = (b"{", b"[")
 _LEAD = b"\xef\xbb\xbf \t\r\n"  # a byte-order mark and blanks before the document
 # A \u escape of a character outside ASCII (U+0080 and above): text the raw bytes hide.
@@ -114,7 +123,7 @@ class Fields(bytes):
 
 def reader_view(data: bytes) -> Callable[[bytes], bytes] | None:
     """How a reviewer is shown a piece of ``data``'s raw bytes as the models read it: a JSON
-    document written in escapes (one :func:`json_fields` reads) with its escapes undone
+    document read as its fields (one :func:`json_fields` reads) with its escapes undone
     (:func:`unescaped`), a text that spells letters as character references with them written
     as characters (:func:`worker.core.references.shown_references`); ``None`` for anything else,
     shown as it is."""
@@ -150,8 +159,9 @@ class _Object(list):  # type: ignore[type-arg]
 
 def json_fields(data: bytes) -> Fields | bytes | None:
     """The strings of a JSON document (or JSON Lines: one document a line) that writes text outside
-    ASCII as escapes, as UTF-8 lines ``path: value``; None for anything else: not JSON, no such
-    escape, no string, or over :data:`MAX_BYTES`."""
+    ASCII as escapes or is longer than :data:`PLAIN_RAW_BYTES`, as UTF-8 lines ``path: value``;
+    None for anything else: not JSON, short and without such an escape, no string, or over
+    :data:`MAX_BYTES`."""
     lines = _field_lines(data)
     return Fields.build(data, lines) if lines else None
 
@@ -159,7 +169,9 @@ def json_fields(data: bytes) -> Fields | bytes | None:
 def _field_lines(data: bytes) -> list[tuple[str, str]] | None:
     """The ``(path, value)`` strings :func:`json_fields` writes, before their map to the document
     is built (which :func:`reader_view` does not need); None or empty where it returns None."""
-    if len(data) > MAX_BYTES or data[:64].lstrip(_LEAD)[:1] not in _OPEN or not _ESCAPED.search(data):
+    if len(data) > MAX_BYTES or data[:64].lstrip(_LEAD)[:1] not in _OPEN:
+        return None
+    if len(data) <= PLAIN_RAW_BYTES and not _ESCAPED.search(data):
         return None
     documents = _documents(data)
     return None if documents is None else list(_strings(documents))

@@ -19,9 +19,9 @@ artifact with :func:`view_bytes` to show them. The names:
 - ``decoded:N``: the N-th decoded text part of an e-mail (:func:`worker.core.mail.decoded_text_parts`),
   its character references read or its disguised letters folded where it writes them so;
 - ``prose``: the comments, docstrings and sentences a diff adds (:func:`worker.core.prose.diff_prose`);
-- ``fields``: a JSON document written in escapes, its strings as ``path: value`` lines
-  (:func:`worker.core.fields.json_fields`), read instead of ``raw``; a window of it is named by
-  where it lies in the raw bytes, as one of ``added`` is (:func:`raw_span`).
+- ``fields``: a JSON document written in escapes or longer than 16 KB, its strings as
+  ``path: value`` lines (:func:`worker.core.fields.json_fields`), read instead of ``raw``; a window
+  of it is named by where it lies in the raw bytes, as one of ``added`` is (:func:`raw_span`).
 
 With ``prose``, the first of them (``raw``, ``added`` or ``fields``) is read with the sentences it
 writes as slugs (words joined by ``-``, ``+``, ``_`` or ``%20``) written with spaces, in place
@@ -159,9 +159,10 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
     character references, with them read, :func:`worker.core.references.referenced_view`, or
     writes them in disguise, folded, :func:`worker.core.normalize.folded_view`), each decoded
     e-mail text part and, with ``prose``, a diff's prose, the first view read with its slugs
-    written as words (:func:`deslugged`). A JSON document written in escapes is read as its
-    fields instead (:func:`worker.core.fields.json_fields`): they hold all its text, the raw
-    windows only that text's escapes."""
+    written as words (:func:`deslugged`). A JSON document written in escapes, or longer than the
+    answers the models were trained on, is read as its fields instead
+    (:func:`worker.core.fields.json_fields`): they hold all its text, without the escapes and
+    syntax of the raw windows."""
     fields = json_fields(data)
     if fields is not None:
         yield FIELDS, deslugged(fields) if prose else fields

@@ -6,7 +6,7 @@ did (or left it to a person), and a reviewer wants to see what they read: :func:
 picks those windows from the stored report and reads their bytes from the stored artifact,
 rebuilding the view each names (:func:`worker.core.views.view_bytes`). The bytes are untrusted:
 the caller shows them neutralised (:func:`worker.pipeline.review.visible`), fenced as data. A
-window of a JSON document written in escapes is named by its raw bytes and shown with the escapes
+window of a JSON document read as its fields is named by its raw bytes and shown with the escapes
 undone (:func:`worker.core.fields.reader_view`), as the model read it.
 
 Reports written before votes carried windows have none, and show none.

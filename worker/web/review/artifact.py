@@ -129,8 +129,8 @@ def _line(
 
 def show(data: bytes, spans: list[tuple[int, int]], read: Callable[[bytes], bytes] | None = None) -> Shown:
     """``data`` split into lines, each with its evidence highlighted, each piece shown through
-    ``read`` when given (a JSON document written in escapes with them undone, as the models read
-    it: :func:`worker.core.fields.reader_view`)."""
+    ``read`` when given (a JSON document read as its fields, with its escapes undone, as the
+    models read it: :func:`worker.core.fields.reader_view`)."""
     spans = sorted((max(0, a), min(len(data), b)) for a, b in spans if b > a)
     diff = looks_like_diff(data)
     bounds: list[tuple[int, int]] = []

@@ -78,7 +78,7 @@ def item_page(rt: Runtime, gate_id: str, me: str) -> dict[str, Any] | None:
     except ReviewError as exc:
         data, problem = None, str(exc)
     precheck = report.get("precheck", {})
-    read = reader_view(data) if data is not None else None  # a JSON document in escapes: undone
+    read = reader_view(data) if data is not None else None  # JSON read as its fields: escapes undone
     return {
         "gate": gate,
         "report": report,
