@@ -187,8 +187,9 @@ def scored_answer(
         for span, text in _view_windows(view, model, paragraphs)
     )
     per_batch = max(1, getattr(model, "batch_bytes", BATCH_BYTES) // model.window)
-    ranks = second is not None and reader is not None and len(data) <= second.up_to
-    shortlist = second.shortlist if ranks and second is not None else 0  # the head's windows it ranks
+    shortlist = 0  # the first model's best windows the second ranker ranks, in a text it reads
+    if second is not None and reader is not None and len(data) <= second.up_to:
+        shortlist = second.shortlist
     kept = max(TOP_WINDOWS, reader.count if reader else 0, shortlist)
     # (-logit, order, view's name, view, span, logit in the model's dtype, text), best first; ties:
     # the earlier window
@@ -203,7 +204,7 @@ def scored_answer(
     spans = segment_spans(len(data), model.window, model.overlap)
     coverage: Coverage = coverage_of(spans, len(data), model.window, model.overlap)
     if reader is not None:
-        also = second_best(best[:shortlist], second) if second is not None and shortlist else []
+        also = second_best(best[:shortlist], second) if second is not None else []
         return reread(data, best, reader, threshold, coverage, also)
     named = best[:TOP_WINDOWS]
     top: list[ScoredWindow] = []
