@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from worker.core.fields import reader_view
 from worker.core.references import referenced_view, shown_references, spells_letters
-from worker.core.views import RAW, REFERENCES, raw_span, scanned_views, view_bytes
+from worker.core.views import ADDED_REFERENCES, RAW, REFERENCES, raw_span, scanned_views, view_bytes
 
 
 def spelled(text: str) -> str:
@@ -57,3 +57,20 @@ def test_a_model_reads_the_view_and_names_raw_bytes():
     show = reader_view(raw)
     assert show is not None and show(raw[raw.index(b"&#73;") :]).startswith(ORDER.encode())
     assert shown_references(b"a &#98; c") == b"a b c"
+
+
+def test_a_diffs_added_lines_that_spell_letters_are_read_as_their_characters():
+    """A release diff that removes a line and adds a page spelling its letters: a model that reads
+    what the release adds reads the page's characters, named by the references that write them."""
+    lines = "".join(f"+{line}\n" for line in PAGE.splitlines())
+    raw = (
+        "diff --git a/docs/index.html b/docs/index.html\n--- a/docs/index.html\n+++ b/docs/index.html\n"
+        f"@@ -1,2 +1,5 @@\n <!doctype html>\n-<p>old page</p>\n{lines}"
+    ).encode()
+    name, view = next(iter(scanned_views(raw, added_only=True)))
+    assert name == ADDED_REFERENCES and ORDER.encode() in bytes(view) and b"old page" not in bytes(view)
+    at = bytes(view).index(b"send the API")
+    first, last = raw_span(view, at, at + len(b"send the API")) or (0, 0)
+    assert raw[first:last] == spelled("send the API").encode()
+    assert bytes(view_bytes(raw, ADDED_REFERENCES) or b"") == bytes(view)
+    assert [name for name, _ in scanned_views(raw)] == [REFERENCES]  # read whole without added_only

@@ -82,3 +82,27 @@ def test_a_span_of_the_added_view_is_placed_in_the_raw_bytes() -> None:
     at = raw_span(view, plain.index(b" import"), start + 1)
     assert at is not None and DIFF[at[0] : at[1]] == b" import os\n-steal_wallets()\n+"
     assert raw_span(DIFF, 0, 4) is None and raw_span(view, 3, 3) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.binary(min_size=1, max_size=20).map(lambda b: b.replace(b"\xff", b".")), min_size=1, max_size=6
+    ),
+    st.data(),
+)
+def test_a_spliced_views_span_is_its_first_to_last_byte_in_the_buffer(pieces, data) -> None:
+    """As an offset map (:class:`worker.core.offsets.OffsetMap`): a span of the joined bytes names
+    the buffer from its first byte to its last, the left-out bytes between included; an empty or
+    outside span, an empty one where it starts."""
+    buffer = b"".join(p + b"\xff" for p in pieces)
+    ends = [sum(len(q) + 1 for q in pieces[: i + 1]) - 1 for i in range(len(pieces))]
+    view = Spliced(buffer, [(end - len(p), end) for p, end in zip(pieces, ends, strict=True)])
+    start = data.draw(st.integers(0, len(view) - 1))
+    end = data.draw(st.integers(start + 1, len(view)))
+    first, last = view.span(start, end)
+    assert first == view.buffer_offset(start) and last == view.buffer_offset(end - 1) + 1
+    assert buffer[first:last].replace(b"\xff", b"") == bytes(view)[start:end]
+    at = view.span(start, start)
+    assert at[0] == at[1] == view.buffer_offset(start)
+    assert view.span(len(view), len(view) + 3)[0] == view.span(len(view), len(view) + 3)[1]

@@ -155,15 +155,21 @@ def folded_view(data: bytes) -> Mapped | None:
     language model ``ｉｇｎｏｒｅ``, ``𝐢𝐠𝐧𝐨𝐫𝐞`` and ``ignоrе`` (a Cyrillic ``о`` and ``е``) read as
     "ignore"; to a windowed model that reads bytes they are other tokens. Each folded run maps to
     where it is written (:class:`worker.core.offsets.Mapped`)."""
+    return Mapped.of(*_Folder(data, 0).fold()) if writes_disguised(data) else None
+
+
+def writes_disguised(data: bytes) -> bool:
+    """Whether ``data`` writes at least :data:`DISGUISED_LETTERS` Latin letters in disguise (what
+    :func:`folded_view` folds)."""
     if data.isascii():
-        return None
+        return False
     found = 0
     for pattern in _DISGUISED:
         for _ in pattern.finditer(data):
             found += 1
             if found >= DISGUISED_LETTERS:
-                return Mapped.of(*_Folder(data, 0).fold())
-    return None
+                return True
+    return False
 
 
 def clusters(at: npt.NDArray[np.integer], gap: int = 1) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:

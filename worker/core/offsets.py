@@ -132,6 +132,9 @@ class Mapped(bytes):
     each of its bytes is written in it: a view a windowed model reads in place of the raw bytes."""
 
     pieces: Pieces
+    # Where the text the view was derived from lies in the artifact, when it is not the artifact
+    # itself (a diff's added lines): the pieces' offsets are then that text's.
+    through: OffsetMap | None = None
 
     @classmethod
     def of(cls, text: bytes, pieces: Pieces) -> Mapped:
@@ -144,7 +147,8 @@ class Mapped(bytes):
         (a piece read as a whole: all of it); None for an empty or outside span."""
         if not 0 <= start < end <= len(self):
             return None
-        return self.pieces.span(start, end)
+        span = self.pieces.span(start, end)
+        return span if self.through is None else self.through.span(*span)
 
 
 class PieceBuilder:

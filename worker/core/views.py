@@ -16,6 +16,9 @@ artifact with :func:`view_bytes` to show them. The names:
 - ``folded``: a text that writes Latin letters in disguise (fullwidth, mathematical, look-alike
   Cyrillic or Greek letters in Latin words, zero-width spaces) folded as the pre-check folds it
   (:func:`worker.core.normalize.folded_view`), read instead of ``raw``; named by raw bytes;
+- ``added-references``, ``added-folded``: a diff's ``added`` view read as ``references`` or
+  ``folded`` reads a text, where the lines it adds spell letters or write them in disguise
+  (:func:`_added_shown`); named by raw bytes through the added view;
 - ``decoded:N``: the N-th decoded text part of an e-mail (:func:`worker.core.mail.decoded_text_parts`),
   its character references read or its disguised letters folded where it writes them so;
 - ``prose``: the comments, docstrings and sentences a diff adds (:func:`worker.core.prose.diff_prose`);
@@ -41,10 +44,10 @@ import numpy.typing as npt
 from worker.core.diff import parse_diff
 from worker.core.fields import Fields, json_fields
 from worker.core.mail import decoded_text_parts, text_parts
-from worker.core.normalize import folded_view
+from worker.core.normalize import folded_view, writes_disguised
 from worker.core.offsets import Mapped
 from worker.core.prose import diff_prose, prose_pieces
-from worker.core.references import referenced_view
+from worker.core.references import referenced_view, spells_letters
 from worker.core.segment import segment_spans
 from worker.core.slugs import Deslugged, slug_runs
 
@@ -92,6 +95,15 @@ class Spliced:
         begin = self._ends[at - 1] if at else 0
         return self._starts[at] + index - begin
 
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """Where the joined bytes ``[start, end)`` lie in the buffer, first to last (the spans left
+        out between them included): an :class:`worker.core.offsets.OffsetMap`. An empty or outside
+        span: an empty one where its start lies."""
+        if not 0 <= start < end <= len(self):
+            at = self.buffer_offset(min(max(start, 0), len(self) - 1)) if len(self) else 0
+            return at, at
+        return self.buffer_offset(start), self.buffer_offset(end - 1) + 1
+
     def pieces(self) -> Iterator[memoryview]:
         """The spans, in order, each as a view of the buffer (no copy)."""
         begin = 0
@@ -133,6 +145,7 @@ Sliceable = bytes | bytearray | Spliced  # a view held whole: ``len`` and slices
 View = Sliceable | Deslugged | Streamed  # a view as a model reads it
 
 RAW, ADDED, UNENCODED, REFERENCES, FOLDED = "raw", "added", "unencoded", "references", "folded"
+ADDED_REFERENCES, ADDED_FOLDED = "added-references", "added-folded"
 PROSE, FIELDS, DECODED = "prose", "fields", "decoded:"
 
 
@@ -154,7 +167,8 @@ def _added(data: bytes) -> bytes | Spliced:
 
 def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) -> Iterator[tuple[str, View]]:
     """Every view a windowed model reads, by name, each built only when the one before is read: the
-    raw bytes (or, ``added_only``, the diff without its removed lines; or an e-mail without the
+    raw bytes (or, ``added_only``, the diff without its removed lines, with the references or
+    disguised letters its added lines write read as a text's are; or an e-mail without the
     encoded bodies of its text parts, :func:`unencoded_view`; or a text that spells letters as
     character references, with them read, :func:`worker.core.references.referenced_view`, or
     writes them in disguise, folded, :func:`worker.core.normalize.folded_view`), each decoded
@@ -169,12 +183,12 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
         return
     parts = text_parts(data)
     name, first = RAW, (_added(data) if added_only else data)
-    if first is not data:
-        name = ADDED
+    if isinstance(first, Spliced):
+        name, first = _added_shown(data, first) or (ADDED, first)
     elif bodies := [part.body for part in parts if part.body is not None]:
         name, first = UNENCODED, _without(data, bodies)
-    elif len(data) <= MAPPED_VIEW_BYTES and (shown := referenced_view(data)) is not None:
-        name, first = REFERENCES, shown
+    elif len(data) <= MAPPED_VIEW_BYTES and (read := referenced_view(data)) is not None:
+        name, first = REFERENCES, read
     elif len(data) <= MAPPED_VIEW_BYTES and (plain := folded_view(data)) is not None:
         name, first = FOLDED, plain
     yield name, deslugged(first) if prose else first
@@ -191,6 +205,22 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
 # longer ones (a release, not a message or a page) are read raw, so memory stays flat; the
 # pre-check reads them either way.
 MAPPED_VIEW_BYTES = 16 << 20
+
+
+def _added_shown(data: bytes, added: Spliced) -> tuple[str, Mapped] | None:
+    """A diff's ``added`` view with its character references read (``added-references``) or its
+    disguised letters folded (``added-folded``), where the lines it adds write them so, as a text
+    that is not such a diff is read (:func:`worker.core.references.referenced_view`,
+    :func:`worker.core.normalize.folded_view`); named by the raw bytes through the added view.
+    Whether the diff writes any is read on its raw bytes first (no copy of the view otherwise)."""
+    if len(data) > MAPPED_VIEW_BYTES or not (spells_letters(data) or writes_disguised(data)):
+        return None
+    text = bytes(added)
+    for name, read in ((ADDED_REFERENCES, referenced_view), (ADDED_FOLDED, folded_view)):
+        if (shown := read(text)) is not None:
+            shown.through = added
+            return name, shown
+    return None
 
 
 def _readable(text: bytes) -> bytes:
@@ -253,6 +283,10 @@ def view_bytes(data: bytes, view: str) -> Sliceable | None:
         return referenced_view(data) if len(data) <= MAPPED_VIEW_BYTES else None
     if view == FOLDED:
         return folded_view(data) if len(data) <= MAPPED_VIEW_BYTES else None
+    if view in (ADDED_REFERENCES, ADDED_FOLDED):
+        added = _added(data)
+        shown = None if isinstance(added, bytes) else _added_shown(data, added)
+        return shown[1] if shown is not None and shown[0] == view else None
     if view == PROSE:
         return diff_prose(data)
     if view == FIELDS:
