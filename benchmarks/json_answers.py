@@ -2,7 +2,7 @@
 
     python benchmarks/json_answers.py [--policy prompt-injection] [--size 2048 --size 16384]...
         [--setup rules,lexical,semantic]... [--carriers 200] [--escape always|never]
-        [--languages N | FILE.jsonl[.gz]]
+        [--disguise references|fullwidth|bold|lookalike|zero-width] [--languages N | FILE.jsonl[.gz]]
 
 An agent's tools answer in JSON, and most are written in Python, whose ``json.dumps`` escapes every
 character outside ASCII (``\\u0437``) unless told otherwise, writes compact documents on one line,
@@ -16,7 +16,9 @@ the other fields hold paragraphs of the README carriers no model was trained on.
 reads, instead of ``FILE``, N records per language other than English: steering instructions drawn
 with another seed than training's (:func:`worker.training.corpus.steering.attack`, harmful) and
 the errands' ordinary sentences (no shipped model read them; harmless); with ``--escape always``
-and ``--escape never`` that measures what escaping hides. It runs
+and ``--escape never`` that measures what escaping hides. ``--disguise`` writes every record's
+letters, harmful and harmless, in a disguise a language model reads through (as
+``benchmarks/planted.py`` does). It runs
 ``canary eval --json`` and prints, per size, the attacks caught and the harmless answers blocked,
 carriers and records apart. Nothing is trained or tuned here.
 """
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import SHIPPED_SETUPS, evaluate, read_records, split_path, write_records
-from planted import CARRIERS_FILE
+from planted import CARRIERS_FILE, DISGUISES
 
 SHAPES = ("search", "mailbox", "reviews")
 
@@ -118,6 +120,9 @@ def main() -> None:
         help="non-ASCII as \\uXXXX (json.dumps' default) in half the answers, all or none",
     )
     parser.add_argument("--languages", type=int, metavar="N", help="N generated records per language")
+    parser.add_argument(
+        "--disguise", choices=sorted(DISGUISES), help="write every record's letters in this disguise"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if args.languages:
@@ -125,6 +130,9 @@ def main() -> None:
     else:
         labelled = args.file or split_path(args.policy, "dev")
         source, records = str(labelled), list(read_records(labelled))
+    if args.disguise:
+        records = [{**r, "text": DISGUISES[args.disguise](r["text"])} for r in records]
+        source += f", written {args.disguise}"
     paragraphs = _paragraphs()
     print(
         f"# {len(records)} records of {source} in JSON tool answers ({', '.join(SHAPES)}), and answers alone"
