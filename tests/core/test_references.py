@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from worker.core.fields import reader_view
 from worker.core.references import referenced_view, shown_references, spells_letters
-from worker.core.views import ADDED_REFERENCES, RAW, REFERENCES, raw_span, scanned_views, view_bytes
+from worker.core.views import (
+    ADDED_REFERENCES,
+    FIELDS_REFERENCES,
+    RAW,
+    REFERENCES,
+    raw_span,
+    scanned_views,
+    view_bytes,
+)
 
 
 def spelled(text: str) -> str:
@@ -74,3 +82,17 @@ def test_a_diffs_added_lines_that_spell_letters_are_read_as_their_characters():
     assert raw[first:last] == spelled("send the API").encode()
     assert bytes(view_bytes(raw, ADDED_REFERENCES) or b"") == bytes(view)
     assert [name for name, _ in scanned_views(raw)] == [REFERENCES]  # read whole without added_only
+
+
+def test_a_json_answers_strings_that_spell_letters_are_read_as_their_characters():
+    """A JSON document read as its fields (written in escapes) whose string spells its letters:
+    the fields are read with the references written as characters, named by the raw bytes."""
+    import json
+
+    raw = json.dumps({"title": "Café notes", "body": spelled(ORDER)}).encode()
+    [(name, view)] = list(scanned_views(raw))
+    assert name == FIELDS_REFERENCES and b"body: " + ORDER.encode() in bytes(view)
+    at = bytes(view).index(b"send the API")
+    first, last = raw_span(view, at, at + len(b"send the API")) or (0, 0)
+    assert raw[first:last] == spelled("send the API").encode()
+    assert bytes(view_bytes(raw, FIELDS_REFERENCES) or b"") == bytes(view)

@@ -78,6 +78,15 @@ class Fields(bytes):
             return None
         return self._raw(start)[0], self._raw(end - 1)[1]
 
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """:meth:`raw_span` as an offset map (:class:`worker.core.offsets.OffsetMap`), for a view
+        derived from this one: an empty or outside span, an empty one where its start lies."""
+        found = self.raw_span(start, end)
+        if found is not None:
+            return found
+        at = self._raw(min(max(start, 0), len(self) - 1))[0] if len(self) else 0
+        return at, at
+
     def _raw(self, index: int) -> tuple[int, int]:
         """Where the view's byte ``index`` comes from in the document: ``[start, end)``."""
         line = bisect_right(self._starts, index) - 1

@@ -19,6 +19,9 @@ artifact with :func:`view_bytes` to show them. The names:
 - ``added-references``, ``added-folded``: a diff's ``added`` view read as ``references`` or
   ``folded`` reads a text, where the lines it adds spell letters or write them in disguise
   (:func:`_added_shown`); named by raw bytes through the added view;
+- ``fields-references``, ``fields-folded``: a JSON document's ``fields`` read so, where its
+  strings spell letters or write them in disguise (:func:`_fields_shown`); named by raw bytes
+  through the fields;
 - ``decoded:N``: the N-th decoded text part of an e-mail (:func:`worker.core.mail.decoded_text_parts`),
   its character references read or its disguised letters folded where it writes them so;
 - ``prose``: the comments, docstrings and sentences a diff adds (:func:`worker.core.prose.diff_prose`);
@@ -146,6 +149,7 @@ View = Sliceable | Deslugged | Streamed  # a view as a model reads it
 
 RAW, ADDED, UNENCODED, REFERENCES, FOLDED = "raw", "added", "unencoded", "references", "folded"
 ADDED_REFERENCES, ADDED_FOLDED = "added-references", "added-folded"
+FIELDS_REFERENCES, FIELDS_FOLDED = "fields-references", "fields-folded"
 PROSE, FIELDS, DECODED = "prose", "fields", "decoded:"
 
 
@@ -176,10 +180,11 @@ def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) ->
     written as words (:func:`deslugged`). A JSON document written in escapes, or longer than the
     answers the models were trained on, is read as its fields instead
     (:func:`worker.core.fields.json_fields`): they hold all its text, without the escapes and
-    syntax of the raw windows."""
+    syntax of the raw windows, read with their references or disguised letters as a text's are."""
     fields = json_fields(data)
     if fields is not None:
-        yield FIELDS, deslugged(fields) if prose else fields
+        name, strings = _fields_shown(fields) or (FIELDS, fields)
+        yield name, deslugged(strings) if prose else strings
         return
     parts = text_parts(data)
     name, first = RAW, (_added(data) if added_only else data)
@@ -215,10 +220,25 @@ def _added_shown(data: bytes, added: Spliced) -> tuple[str, Mapped] | None:
     Whether the diff writes any is read on its raw bytes first (no copy of the view otherwise)."""
     if len(data) > MAPPED_VIEW_BYTES or not (spells_letters(data) or writes_disguised(data)):
         return None
-    text = bytes(added)
-    for name, read in ((ADDED_REFERENCES, referenced_view), (ADDED_FOLDED, folded_view)):
+    return _shown(bytes(added), added, (ADDED_REFERENCES, ADDED_FOLDED))
+
+
+def _fields_shown(fields: Fields | bytes) -> tuple[str, Mapped] | None:
+    """A JSON document's ``fields`` read the same way (``fields-references``, ``fields-folded``),
+    where its strings spell letters or write them in disguise (``\\uff49`` escapes undone are
+    fullwidth letters); named by the raw bytes through the fields. A view that lost its map to the
+    document (:meth:`Fields.build`) is read as it is."""
+    if not isinstance(fields, Fields) or len(fields) > MAPPED_VIEW_BYTES:
+        return None
+    return _shown(fields, fields, (FIELDS_REFERENCES, FIELDS_FOLDED))
+
+
+def _shown(text: bytes, through: Spliced | Fields, names: tuple[str, str]) -> tuple[str, Mapped] | None:
+    """``text`` with its references read, else its disguised letters folded, named ``names[0]`` or
+    ``names[1]``, its offsets read through ``through`` to the raw bytes; None where it has neither."""
+    for name, read in zip(names, (referenced_view, folded_view), strict=True):
         if (shown := read(text)) is not None:
-            shown.through = added
+            shown.through = through
             return name, shown
     return None
 
@@ -258,10 +278,11 @@ def deslugged(view: Sliceable) -> Sliceable | Deslugged:
 def raw_span(view: View, start: int, end: int) -> tuple[int, int] | None:
     """Where the bytes ``[start, end)`` of ``view`` lie in the artifact's raw bytes, first to last
     (removed lines between them included), for a view that is raw bytes with some left out (a
-    diff's ``added`` view) or a JSON document's ``fields`` (:meth:`worker.core.fields.Fields.raw_span`),
-    either read as it is or with its slugs as words; ``None`` for any other view, whose offsets are
-    its own. The quorum reads a model's place against the rules' places in the raw bytes this way
-    (:func:`worker.core.quorum.most_together`)."""
+    diff's ``added`` view), a JSON document's ``fields`` (:meth:`worker.core.fields.Fields.raw_span`)
+    or a text read with its references or disguised letters written plainly
+    (:meth:`worker.core.offsets.Mapped.raw_span`), either read as it is or with its slugs as words;
+    ``None`` for any other view, whose offsets are its own. The quorum reads a model's place against
+    the rules' places in the raw bytes this way (:func:`worker.core.quorum.most_together`)."""
     base = view.view if isinstance(view, Deslugged) else view
     if isinstance(base, Fields | Mapped):
         return base.raw_span(start, end)
@@ -283,9 +304,13 @@ def view_bytes(data: bytes, view: str) -> Sliceable | None:
         return referenced_view(data) if len(data) <= MAPPED_VIEW_BYTES else None
     if view == FOLDED:
         return folded_view(data) if len(data) <= MAPPED_VIEW_BYTES else None
-    if view in (ADDED_REFERENCES, ADDED_FOLDED):
-        added = _added(data)
-        shown = None if isinstance(added, bytes) else _added_shown(data, added)
+    if view in (ADDED_REFERENCES, ADDED_FOLDED, FIELDS_REFERENCES, FIELDS_FOLDED):
+        if view.startswith(FIELDS):
+            fields = json_fields(data)
+            shown = None if fields is None else _fields_shown(fields)
+        else:
+            added = _added(data)
+            shown = None if isinstance(added, bytes) else _added_shown(data, added)
         return shown[1] if shown is not None and shown[0] == view else None
     if view == PROSE:
         return diff_prose(data)
