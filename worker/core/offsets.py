@@ -133,7 +133,7 @@ class Mapped(bytes):
 
     pieces: Pieces
     # Where the text the view was derived from lies in the artifact, when it is not the artifact
-    # itself (a diff's added lines): the pieces' offsets are then that text's.
+    # itself (a diff's added lines, a JSON document's fields): the pieces' offsets are that text's.
     through: OffsetMap | None = None
 
     @classmethod
