@@ -288,7 +288,7 @@ def raw_span(view: View, start: int, end: int) -> tuple[int, int] | None:
         return base.raw_span(start, end)
     if not isinstance(base, Spliced) or not start < end <= len(base):
         return None
-    return base.buffer_offset(start), base.buffer_offset(end - 1) + 1
+    return base.span(start, end)
 
 
 def view_bytes(data: bytes, view: str) -> Sliceable | None:
