@@ -257,6 +257,17 @@ def unglue_escapes(chunk: bytes) -> bytes:
 _ESCAPE = re.compile(rb"\\[nrt]")
 
 
+def unmarked(window: bytes, at_line_start: bool = True) -> bytes:
+    """A diff's text with the ``+`` that marks each added line read as a space (same length, same
+    offsets), so a rule reads an added line as the line it adds: ``^User:``, ``Ignore all previous
+    instructions`` at the start of a line, as on a context line. A removed line keeps its ``-``
+    (``at_line_start``: whether ``window`` starts a line)."""
+    shown = window.replace(b"\n+", b"\n ")
+    if at_line_start and shown[:1] == b"+":
+        shown = b" " + shown[1:]
+    return shown
+
+
 def _scan_window(
     data: bytes, start: int, end: int, diff: Diff | None, rulesets: Sequence[CompiledRuleset], scan: Scan
 ) -> None:
@@ -298,7 +309,8 @@ def _layers(
     records the signals normalization and decoding notice on the way. A diff's added lines and
     string literals are built only when a rule of scope ``read`` reads them."""
     window = unglue_escapes(data[start:end])  # once: the text and the added lines read the same bytes
-    main = normalize(window, base=start)
+    at_line_start = start == 0 or data[start - 1 : start] == b"\n"
+    main = normalize(window if diff is None else unmarked(window, at_line_start), base=start)
     for name, span in main.signals.items():
         scan.signals.setdefault(name, span)
     text = Layer("text", main.data, main.offsets)
