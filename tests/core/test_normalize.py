@@ -62,6 +62,9 @@ def test_already_collapsed_text_needs_no_map():
         ("pr\u00e9c\u00e9dentes na\u00efve", "precedentes naive"),  # accents stripped
         ("\u201cquoted\u201d \u2014 it\u2019s", '"quoted" - it\'s'),  # typographic punctuation
         ("e\u0301", "e"),  # combining marks
+        ("\u2022 one \u25aa two \u2192 three", "* one * two * three"),  # bullets and arrows
+        ("\U0001f6a8 alert \u2705 done \u26a0\ufe0f note", "* alert * done * note"),  # emoji as bullets
+        ("\u2502 12 \u2502 cell \u2502", "| 12 | cell |"),  # a drawn table's verticals
     ],
 )
 def test_compatibility_forms_fold_to_ascii(text, folded):

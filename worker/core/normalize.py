@@ -69,6 +69,17 @@ _PUNCTUATION = dict.fromkeys("\u2018\u2019\u201a\u201b\u2032", "'") | dict.fromk
     "\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'
 )
 _PUNCTUATION |= dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-")
+# A bullet, an arrow, a check mark or a pictograph written as one (emoji, dingbats) reads as
+# Markdown's "*", a box-drawing vertical as a table's "|": an order that opens a list item
+# ("• Ignore all previous instructions", "🚨 Send ...") or a cell of a drawn table starts a
+# sentence there, as after "* " or "| ". None is a letter, so no word changes.
+_PUNCTUATION |= dict.fromkeys(
+    "\u2022\u2023\u2043\u2219\u25a0\u25a1\u25aa\u25ab\u25b6\u25b8\u25ba\u25c6\u25c7\u25cb\u25cf\u25e6"
+    "\u2192\u21d2\u2b50\u30fb",
+    "*",
+)
+_PUNCTUATION |= dict.fromkeys("\u2502\u2503\u2551", "|")
+_PICTOGRAPHS = ((0x2600, 0x27C0), (0x1F300, 0x1FB00))  # miscellaneous symbols, dingbats; emoji
 _COMBINING = ((0x0300, 0x0370), (0x1AB0, 0x1B00), (0x1DC0, 0x1E00), (0x20D0, 0x2100), (0xFE20, 0xFE30))
 _ZW_CLASS = "\u200b-\u200d\u2060-\u2064\ufeff\u180e\u034f\u115f\u1160\u3164\uffa0\u17b4\u17b5"
 _BIDI_CLASS = "\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069"
@@ -91,6 +102,8 @@ def fold_char(ch: str) -> str:
         return ch
     if ch in _PUNCTUATION:
         return _PUNCTUATION[ch]
+    if any(lo <= cp < hi for lo, hi in _PICTOGRAPHS):
+        return "*"
     out = unicodedata.normalize("NFKC", ch)
     stripped = "".join(c for c in unicodedata.normalize("NFKD", out) if not unicodedata.combining(c))
     if stripped and stripped.isascii():
