@@ -14,17 +14,17 @@ with a ``weight`` and a ``scope``:
              and decoded layers whose encoded run sits on an added line
     decoded  decoded layers only (base64, hex, URL, escapes, ROT13, reversed...)
 
-Patterns see normalized bytes where every whitespace run is ONE byte, and
-newlines read as spaces, so a plain space in a pattern matches any blank run,
-line breaks included; ``lines: true`` rules see the newlines instead (for
-``^``/``$``). Optional ``files`` globs restrict a hit to diff files with
-matching paths; ``min_entropy`` requires the matched bytes to look random;
-``unquoted`` drops matches inside quotation marks in their sentence (an advisory
-quoting ``"ignore previous instructions"`` mentions an attack, it does not
-perform one); ``unless`` is a regex that vetoes a match it finds inside it, ``not_after``
-one that vetoes a match when the text just before it (up to 64 bytes) ends with it
-(``cannot call the x_y tool on`` is an error message, not an order), ``not_before`` one
-that vetoes it when the text right after it starts with it (``you are now ready``).
+Patterns see normalized bytes where every whitespace run is ONE byte, and newlines read as spaces,
+so a plain space in a pattern matches any blank run, line breaks included; ``lines: true`` rules
+see the newlines instead (for ``^``/``$``). A diff is read with each added line's ``+`` as a space
+(a removed line keeps its ``-``). Optional ``files`` globs restrict a hit to diff files with
+matching paths; ``min_entropy`` requires the matched bytes to look random; ``unquoted`` drops
+matches inside quotation marks in their sentence (an advisory quoting ``"ignore previous
+instructions"`` mentions an attack, it does not perform one); ``unless`` is a regex that vetoes a
+match it finds inside it, ``not_after`` one that vetoes a match when the text just before it (up
+to 64 bytes) ends with it (``cannot call the x_y tool on`` is an error message, not an order),
+``not_before`` one that vetoes it when the text right after it starts with it (``you are now
+ready``).
 
 The verdict is ``harmful`` iff the summed weight of the DISTINCT rules that hit
 reaches ``policy.precheck.block_score``; with ``precheck.locality_bytes``, only the
