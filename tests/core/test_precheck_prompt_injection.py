@@ -1212,11 +1212,23 @@ def test_a_table_cell_starts_a_sentence(text, rule):
         "name,notes\nlint,Ignore the generated files under build/.\n",
         "If you installed it with conda, ignore the previous steps and run make.\n",
         "call(a,ignore_previous_instructions=True)\n",
+        "Changes\n\u2022 Ignore case when sorting package names.\n\u2022 Faster start.\n",
+        "\u2705 Supports Python 3.13\n\U0001f680 Deploys to any cloud \u2192 see docs\n\u26a0\ufe0f Breaking: drops 3.8\n",
+        "\u2502 flag \u2502 meaning \u2502\n\u2502 -y \u2502 assume yes \u2502\n",
     ],
-    ids=["flag-table", "csv-notes", "comma-in-prose", "keyword-argument"],
+    ids=[
+        "flag-table",
+        "csv-notes",
+        "comma-in-prose",
+        "keyword-argument",
+        "bullets",
+        "emoji-list",
+        "drawn-table",
+    ],
 )
-def test_ordinary_cells_and_commas_stay_quiet(text):
-    """Ordinary cells, a comma in prose (followed by a space) and a keyword argument raise no vote."""
+def test_ordinary_cells_commas_and_bullets_stay_quiet(text):
+    """Ordinary cells, a comma in prose (followed by a space), a keyword argument, and bulleted or
+    drawn ordinary text raise no vote."""
     result = run_precheck(text.encode(), POLICY)
     assert result.verdict == "harmless"
     assert result.score < 0.5
@@ -1237,21 +1249,6 @@ def test_an_order_after_a_bullet_or_in_a_drawn_cell_is_decisive(text):
     result = run_precheck(text.encode(), POLICY)
     assert "pi.override.directive" in {e.rule_id for e in result.evidence}
     assert result.verdict == "harmful"
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Changes\n\u2022 Ignore case when sorting package names.\n\u2022 Faster start.\n",
-        "\u2705 Supports Python 3.13\n\U0001f680 Deploys to any cloud \u2192 see docs\n\u26a0\ufe0f Breaking: drops 3.8\n",
-        "\u2502 flag \u2502 meaning \u2502\n\u2502 -y \u2502 assume yes \u2502\n",
-    ],
-    ids=["bullets", "emoji-list", "drawn-table"],
-)
-def test_bulleted_and_drawn_ordinary_text_raises_no_vote(text):
-    result = run_precheck(text.encode(), POLICY)
-    assert result.verdict == "harmless"
-    assert result.score < 0.5
 
 
 @pytest.mark.parametrize(
