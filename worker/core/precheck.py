@@ -368,8 +368,7 @@ def _added_layer(window: bytes, start: int, end: int, diff: Diff) -> Layer:
     escapes unglued), ``+`` markers blanked, normalized, mapped back."""
     builder = PieceBuilder()
     for s, e in diff.added_runs(start, end):
-        run = window[s - start : e - start].replace(b"\n+", b"\n ")
-        builder.add(b" " + run[1:] if run.startswith(b"+") else run, s, e, True)
+        builder.add(unmarked(window[s - start : e - start]), s, e, True)
     raw, pieces = builder.build()
     norm = normalize(raw)
     return Layer("added", norm.data, Compose(norm.offsets, pieces))
