@@ -10,9 +10,12 @@ this writes (1) each harmful record of ``FILE`` (default: the policy's dev split
 random depth in a carrier of that many bytes, and (2) ``--carriers`` carriers of that size alone
 (labelled harmless). The carriers rotate over every kind the producers emit: a README, a release
 diff (the record as added lines, comment lines or a docstring; the host: a harmless diff of the
-malicious-package DEV split), an e-mail with headers and a MIME text part, an issue, a Markdown or
-CSV table (the record in a cell), JSON tool output (the record in a string value) and a web page
-(the record in an HTML comment, a ``display:none`` block or a paragraph). The prose comes from
+malicious-package DEV split), an e-mail with headers and a MIME text part, an issue, a Markdown
+table (the record in a cell), JSON tool output (the record in a string value) and a web page (the
+record in an HTML comment, a ``display:none`` block or a paragraph). Two more kinds of tool output
+are read only when named (``--kind csv``, ``--kind log``), so the default figures stay comparable:
+a CSV export as ``csv.writer`` writes it (the record in a field) and a service's log (the record
+as a message after a timestamp, a level and a logger's name). The prose comes from
 registry READMEs that no model was trained on (``worker/training/corpus/data/carriers.jsonl.gz``).
 It runs ``canary eval --json`` on the bare records and on each planted copy, and prints the
 detection rate bare and planted, and the false-positive rate of the carriers alone; ``--by-kind``
@@ -30,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import base64
+import csv
+import io
 import json
 import quopri
 import random
@@ -45,6 +50,11 @@ CARRIERS_FILE = (
     Path(__file__).resolve().parents[1] / "worker" / "training" / "corpus" / "data" / "carriers.jsonl.gz"
 )
 KINDS = ("readme", "diff", "email", "ticket", "table", "json", "web")
+# Tool output a run reads only when asked (``--kind csv``): not in the default rotation, so the
+# default figures stay comparable across dates.
+MORE_KINDS = ("csv", "log")
+_LEVELS = ("INFO", "INFO", "INFO", "DEBUG", "WARNING", "ERROR")
+_LOGGERS = ("app", "worker.tasks", "uvicorn.access", "celery.beat", "db.pool", "httpx")
 
 
 def _prose(rng: random.Random, readmes: list[str], size: int) -> str:
@@ -95,6 +105,58 @@ def _email(body: str, encoding: str) -> str:
     return headers + f"Content-Transfer-Encoding: {encoding}\n\n" + text
 
 
+def _table(rng: random.Random, host: str, flat: str | None) -> str:
+    """A Markdown table of the host's lines, ``flat`` in a cell of its own row."""
+    rows = [
+        f"| {i} | {line[:80].replace('|', '/')} |" for i, line in enumerate(host.split("\n")) if line.strip()
+    ]
+    if flat is not None:
+        rows.insert(rng.randrange(len(rows) + 1), f"| {len(rows)} | {flat.replace('|', '/')} |")
+    return "| # | note |\n|---|---|\n" + "\n".join(rows) + "\n"
+
+
+def _json(rng: random.Random, host: str, flat: str | None) -> str:
+    """A search tool's JSON answer of the host's paragraphs, ``flat`` as one snippet."""
+    items = [{"id": i, "snippet": p} for i, p in enumerate(p for p in host.split("\n\n") if p.strip())]
+    if flat is not None:
+        items.insert(rng.randrange(len(items) + 1), {"id": len(items), "snippet": flat})
+    return json.dumps({"tool": "search", "results": items}, ensure_ascii=False)
+
+
+def _lines(rng: random.Random, host: str, flat: str | None) -> list[str]:
+    lines = [line for line in host.split("\n") if line.strip()]
+    if flat is not None:
+        lines.insert(rng.randrange(len(lines) + 1), flat)
+    return lines
+
+
+def _csv(rng: random.Random, host: str, flat: str | None) -> str:
+    """An export as csv.writer writes it (a field quoted where it holds a comma or a quote)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(("id", "author", "comment", "votes"))
+    for i, line in enumerate(_lines(rng, host, flat)):
+        writer.writerow((i, rng.choice(("ana", "bo", "chen", "dev-bot")), line, rng.randrange(40)))
+    return buffer.getvalue()
+
+
+def _log(rng: random.Random, host: str, flat: str | None) -> str:
+    """A service's log: each line after a timestamp, a level and a logger's name."""
+    return "".join(
+        f"2026-03-{1 + i // 5000:02d}T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}.{rng.randrange(1000):03d}Z"
+        f" {rng.choice(_LEVELS):7} [{rng.choice(_LOGGERS)}] {line}\n"
+        for i, line in enumerate(_lines(rng, host, flat))
+    )
+
+
+_TOOL_OUTPUT: dict[str, Callable[[random.Random, str, str | None], str]] = {
+    "table": _table,
+    "json": _json,
+    "csv": _csv,
+    "log": _log,
+}
+
+
 def _carrier(
     kind: str,
     rng: random.Random,
@@ -117,21 +179,8 @@ def _carrier(
             "" if payload is None else payload + "\n"
         )
     flat = None if payload is None else payload.replace("\n", " ")
-    if kind == "table":
-        rows = [
-            f"| {i} | {line[:80].replace('|', '/')} |"
-            for i, line in enumerate((before + after).split("\n"))
-            if line.strip()
-        ]
-        if flat is not None:
-            rows.insert(rng.randrange(len(rows) + 1), f"| {len(rows)} | {flat.replace('|', '/')} |")
-        return "| # | note |\n|---|---|\n" + "\n".join(rows) + "\n"
-    if kind == "json":
-        paragraphs = [p for p in (before + after).split("\n\n") if p.strip()]
-        items = [{"id": i, "snippet": p} for i, p in enumerate(paragraphs)]
-        if flat is not None:
-            items.insert(rng.randrange(len(items) + 1), {"id": len(items), "snippet": flat})
-        return json.dumps({"tool": "search", "results": items}, ensure_ascii=False)
+    if kind in _TOOL_OUTPUT:
+        return _TOOL_OUTPUT[kind](rng, before + after, flat)
     hide = rng.choice(("<!-- {p} -->", '<div style="display:none">{p}</div>', "<p>{p}</p>"))
     return (
         "<html><body>\n" + inside("" if flat is None else hide.format(p=flat) + "\n") + "\n</body></html>\n"
@@ -208,7 +257,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--by-kind", action="store_true", help="also the rates per kind of carrier")
     parser.add_argument(
-        "--kind", action="append", choices=KINDS, help="only these kinds of carrier (repeatable; default all)"
+        "--kind",
+        action="append",
+        choices=KINDS + MORE_KINDS,
+        help="only these kinds of carrier (repeatable; default all but csv and log)",
     )
     parser.add_argument(
         "--disguise", choices=sorted(DISGUISES), help="write each record's letters in this disguise"
@@ -230,7 +282,7 @@ def main() -> None:
         if r["label"] == "harmless"
     ]
     setups = tuple(args.setup or ("rules,lexical,semantic",))
-    kinds = tuple(kind for kind in KINDS if kind in (args.kind or KINDS))
+    kinds = tuple(kind for kind in KINDS + MORE_KINDS if kind in (args.kind or KINDS))
     mail = f" (e-mails sent {args.mail_encoding})" if "email" in kinds else ""
     print(
         f"# {len(records)} harmful records of {source} under {args.policy}: bare, and planted in carriers of {', '.join(kinds)}{mail}"
