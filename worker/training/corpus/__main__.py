@@ -1,4 +1,4 @@
-"""``python -m worker.training.corpus {fetch,build,agents,steering,errands,packages,behaviours}``: the extra training corpora.
+"""``python -m worker.training.corpus {fetch,build,agents,steering,prompts,errands,packages,behaviours}``: the extra training corpora.
 
 ``fetch`` asks the registries for the READMEs of the most downloaded packages (held-out and
 real-release-sample names dropped first) and diffs the newest release of ``--releases`` of them
@@ -12,7 +12,9 @@ release diffs and of the prose they add; it writes
 ``agents --asb DIR`` writes ``data/agent-actions.jsonl.gz`` from Agent Security Bench's ``data/``
 folder (``agents.py``), its carriers filled with the README slices of the built corpus, and adds
 its counts to the manifest; ``steering`` writes ``data/steering.jsonl.gz`` the same way, generated
-injections that steer what the reader says (``steering.py``); ``errands`` writes
+injections that steer what the reader says (``steering.py``); ``prompts`` writes
+``data/app-prompts.jsonl.gz``, LLM applications' own prompts in their code (``prompts.py``,
+harmless); ``errands`` writes
 ``data/errands.jsonl.gz``, requests to act on the user's accounts placed in tool output, and their
 look-alikes (``errands.py``). ``packages`` writes
 ``data/package-releases.jsonl.gz``, the malicious-package models' harmless release diffs, from the
@@ -31,7 +33,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from worker.training.corpus import agents, behaviours, build, errands, registry, releases, steering
+from worker.training.corpus import agents, behaviours, build, errands, prompts, registry, releases, steering
 from worker.training.data import CORPUS_FILE, default_datasets_dir, read_records
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -58,6 +60,8 @@ def main(argv: list[str] | None = None) -> None:
     agent_args.add_argument("--out", type=Path, default=DATA_DIR)
     steering_args = sub.add_parser("steering", help="write the generated steering records (after build)")
     steering_args.add_argument("--out", type=Path, default=DATA_DIR)
+    prompt_args = sub.add_parser("prompts", help="write the generated app-prompt negatives (after build)")
+    prompt_args.add_argument("--out", type=Path, default=DATA_DIR)
     errand_args = sub.add_parser("errands", help="write the generated tool-output errands (after build)")
     errand_args.add_argument("--out", type=Path, default=DATA_DIR)
     errand_args.add_argument(
@@ -77,6 +81,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.command == "steering":
         write_steering(args.out)
+        return
+    if args.command == "prompts":
+        write_prompts(args.out)
         return
     if args.command == "errands":
         write_errands(args.out, args.reports)
@@ -209,6 +216,19 @@ def write_steering(out: Path) -> None:
         steering.steering_records(_readme_fillers(out), seed=build.SEED),
         command="python -m worker.training.corpus steering (after build)",
         source=f"{steering.SOURCE}, {steering.LICENCE}",
+    )
+
+
+def write_prompts(out: Path) -> None:
+    """``prompts``: LLM applications' own prompts in their code (``prompts.py``), harmless, some in
+    the built corpus's README slices, and their counts in the manifest."""
+    _write_counted(
+        out,
+        "app-prompts",
+        prompts.FILE_NAME,
+        prompts.prompt_records(_readme_fillers(out), seed=build.SEED),
+        command="python -m worker.training.corpus prompts (after build)",
+        source=f"{prompts.SOURCE}, {prompts.LICENCE}",
     )
 
 
