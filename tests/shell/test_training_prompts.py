@@ -53,11 +53,9 @@ def test_the_command_writes_the_records_and_counts_them_in_the_manifest(built_co
     assert counted == {"harmful": 0, "harmless": len(records)}
 
 
-def test_the_committed_records_are_the_generators_and_trained_on_when_asked():
-    """The committed file is what the command writes from the committed corpus's README slices; the
-    shipped recipe leaves it out, ``--app-prompts`` adds it."""
+def test_the_committed_records_are_the_generators_and_are_trained_on():
+    """The committed file is what the command writes from the committed corpus's README slices, and
+    part of the prompt-injection extra corpus."""
     records = _records(APP_PROMPTS_FILE)
     assert records == prompts.prompt_records(_readme_fillers(APP_PROMPTS_FILE.parent))
-    ids = {r["id"] for r in records}
-    assert not ids & set(extra_corpus("prompt-injection").ids)
-    assert set(extra_corpus("prompt-injection", app_prompts=True).ids) >= ids
+    assert set(extra_corpus("prompt-injection").ids) >= {r["id"] for r in records}

@@ -6,8 +6,8 @@ the threshold on the out-of-fold scores, fit on all of train and write
 ``worker/weights/<policy>/<detector>.npz``.
 Prompt-injection trains on its train split plus the committed extra corpus
 (``worker/training/corpus/data``: generated attacks and look-alikes in ten
-languages and many carriers, NotInject, README slices, long README documents
-and slices of real release diffs), and on two planted copies of every train
+languages and many carriers, NotInject, README slices, long README documents,
+slices of real release diffs and LLM applications' own prompts in their code), and on two planted copies of every train
 record: one inside code, one inside a carrier of 128 B-16 KB (README prose,
 e-mail, issue, table, JSON tool output or web page), beside as many such
 carriers with nothing planted. The quorum thresholds weigh the long carriers'
@@ -20,8 +20,7 @@ the shared contexts of attacks placed in one document, alone and harmless
 (``--witnesses DETECTOR``, worker.training.witnesses), and thresholds chosen for a quorum that
 reads votes passage by passage (``--passages``, worker.training.ensemble), and requests to act on the
 user's accounts placed in tool output with their look-alikes (``--errands``,
-worker.training.corpus.errands), and LLM applications' own prompts in their code (``--app-prompts``,
-worker.training.corpus.prompts).
+worker.training.corpus.errands).
 Both policies' models read a diff without its removed lines (``added_only``).
 Prompt-injection's semantic head is the order-aware convolutional one
 (``head="conv"``, ``worker.training.conv``): it needs torch (``pip install
@@ -147,12 +146,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "worker.training.corpus.errands)",
     )
     parser.add_argument(
-        "--app-prompts",
-        action="store_true",
-        help="prompt-injection: also train on LLM applications' own prompts written in their code, "
-        "harmless (an experiment, not the shipped recipe: see worker.training.corpus.prompts)",
-    )
-    parser.add_argument(
         "--passages",
         action="store_true",
         help="simulate the quorum passage by passage (the policy's quorum.colocate_bytes) when choosing "
@@ -207,7 +200,7 @@ def recipe_corpus(datasets: Path, policy: str, args: argparse.Namespace | None =
     if args.clean_contexts:
         train = with_clean_contexts(train, datasets, policy, "train")
     train = with_code_negatives(train, datasets, policy, "train", prose=args.prose_negatives)
-    extra = extra_corpus(policy, errands=args.errands, app_prompts=args.app_prompts)
+    extra = extra_corpus(policy, errands=args.errands)
     long = long_mask(extra)
     prose = [t for t, is_long in zip(extra.texts, long, strict=True) if is_long]
     prose_groups = [g for g, is_long in zip(extra.groups, long, strict=True) if is_long]

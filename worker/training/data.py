@@ -74,11 +74,10 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
 # The project's own prompt-injection corpus (``python -m worker.training.corpus``): generated
 # attacks and look-alikes in carriers and ten languages, NotInject, README slices and long README
 # documents; agent-directed actions from Agent Security Bench (worker/training/corpus/agents.py); and
-# generated injections that steer what the reader says (worker/training/corpus/steering.py). Not in
+# generated injections that steer what the reader says (worker/training/corpus/steering.py); and LLM
+# applications' own prompts in their code, harmless (worker/training/corpus/prompts.py). Not in
 # the shipped recipe (``python -m worker.training --errands`` adds it): requests to act on the user's
-# accounts placed in tool output, and their look-alikes (worker/training/corpus/errands.py); nor
-# (``--app-prompts`` adds it) LLM applications' own prompts in their code, harmless
-# (worker/training/corpus/prompts.py).
+# accounts placed in tool output, and their look-alikes (worker/training/corpus/errands.py).
 # The malicious-package models' harmless release diffs of packages no labelled split holds
 # (worker/training/corpus/releases.py), and generated behaviour families with their look-alikes
 # (worker/training/corpus/behaviours.py). Trained on like the policy's train split; dev is never read.
@@ -91,7 +90,7 @@ PACKAGES_FILE = CORPUS_DIR / "package-releases.jsonl.gz"
 BEHAVIOURS_FILE = CORPUS_DIR / "package-behaviours.jsonl.gz"
 APP_PROMPTS_FILE = CORPUS_DIR / "app-prompts.jsonl.gz"
 EXTRA_CORPORA: dict[str, tuple[Path, ...]] = {
-    "prompt-injection": (CORPUS_FILE, AGENTS_FILE, STEERING_FILE),
+    "prompt-injection": (CORPUS_FILE, AGENTS_FILE, STEERING_FILE, APP_PROMPTS_FILE),
     "malicious-package": (PACKAGES_FILE, BEHAVIOURS_FILE),
 }
 LONG_GROUP_PREFIX = "readme-long:"
@@ -100,16 +99,13 @@ LONG_GROUP_PREFIX = "readme-long:"
 RELEASE_GROUP_PREFIX = "release:"
 
 
-def extra_corpus(policy: str, errands: bool = False, app_prompts: bool = False) -> Corpus:
-    """The policy's committed extra training corpora, joined (empty if it has none); ``errands``,
-    ``app_prompts``: with the prompt-injection errands, the application prompts (neither is in
-    the shipped recipe)."""
+def extra_corpus(policy: str, errands: bool = False) -> Corpus:
+    """The policy's committed extra training corpora, joined (empty if it has none); ``errands``:
+    with the prompt-injection errands (not in the shipped recipe)."""
     corpus = Corpus(texts=[], labels=[], groups=[], ids=[])
     sources = EXTRA_CORPORA.get(policy, ())
     if errands and policy == "prompt-injection":
         sources = (*sources, ERRANDS_FILE)
-    if app_prompts and policy == "prompt-injection":
-        sources = (*sources, APP_PROMPTS_FILE)
     for source in sources:
         corpus = joined(corpus, load_file(source))
     return corpus

@@ -82,20 +82,19 @@ class Windows:
         return torch.from_numpy(tokens).to(device), torch.from_numpy(mask).to(device)
 
 
-def prepare(datasets: Path, app_prompts: bool = False) -> tuple[Windows, dict[str, np.ndarray]]:
-    """The shipped recipe's corpus as windows (harmless artifacts capped), tokenized; ``app_prompts``:
-    with the application prompts (``python -m worker.training --app-prompts``)."""
+def prepare(datasets: Path) -> tuple[Windows, dict[str, np.ndarray]]:
+    """The shipped recipe's corpus as windows (harmless artifacts capped), tokenized."""
     from sklearn.model_selection import GroupKFold
     from tokenizers import Tokenizer
 
-    from worker.training.__main__ import parse_args, recipe_corpus
+    from worker.training.__main__ import recipe_corpus
     from worker.training.data import scored_mask
     from worker.training.windows import explode
     from worker.training.witnesses import known_windows
 
     random.seed(SEED)
     np.random.seed(SEED)
-    train = recipe_corpus(datasets, POLICY, parse_args(["--app-prompts"]) if app_prompts else None)
+    train = recipe_corpus(datasets, POLICY)
     windows, owner = explode(train.texts, WINDOW, OVERLAP, added_only=True)
     known = known_windows(windows, owner, train)
     labels = np.asarray(train.labels, dtype=np.int8)
@@ -311,11 +310,6 @@ def main(argv: list[str] | None = None) -> None:
         help="only re-derive the floor from the semantic head as it is now (after `python -m "
         "worker.training` retrained it; numpy, minutes on a CPU) and rewrite it into the reader",
     )
-    parser.add_argument(
-        "--app-prompts",
-        action="store_true",
-        help="also train on LLM applications' own prompts in their code (worker.training.corpus.prompts)",
-    )
     args = parser.parse_args(argv)
     os.environ["HF_HUB_OFFLINE"] = "1"
     from worker.training.data import default_datasets_dir
@@ -335,7 +329,7 @@ def main(argv: list[str] | None = None) -> None:
     device = torch.device(args.device)
     datasets = args.datasets_dir or default_datasets_dir()
     out_dir = args.out_dir or models_dir()
-    windows, artifacts = prepare(datasets, args.app_prompts)
+    windows, artifacts = prepare(datasets)
     print(f"[reader] {len(windows.lens)} windows of {len(artifacts['label'])} artifacts", flush=True)
     threshold = held_out_threshold(fit(windows, artifacts, HELD_OUT, device), windows, artifacts, device)
     print(f"[reader] threshold {threshold:.3f} (least FNR + FPR on the held-out fold)", flush=True)

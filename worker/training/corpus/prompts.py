@@ -11,7 +11,8 @@ blocked as a 64 KB carrier alone; the prompt-template look-alike of
 
 Each record is one prompt (a role and one or two tasks from the pools below, in one of six
 languages) in one code shape, bare, in a README's code block among README slices, or as a file a
-release diff adds. Written for this project; one CV group per shape.
+release diff adds. Written for this project; one CV group per shape. Part of the shipped
+prompt-injection recipe since 2026-12-01 (docs/measurements.md, "Applications' own prompts").
 """
 
 from __future__ import annotations
