@@ -18,7 +18,7 @@ prompt-injection recipe since 2026-12-01 (docs/measurements.md, "Applications' o
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from string import Template
 from typing import Any
 
 from worker.training.corpus.build import record
@@ -80,123 +80,136 @@ def _system(rng: random.Random) -> str:
     return text.replace("{product}", rng.choice(_PRODUCTS)).replace('"', "'")
 
 
-def _openai_py(system: str, user: str) -> tuple[str, str]:
-    return "app/chat.py", (
-        "from openai import OpenAI\n\nclient = OpenAI()\n\n\n"
-        f"def answer({user}: str) -> str:\n"
+# Each shape: the file it would be, and its code with ``${system}`` (the prompt) and ``${user}``
+# (the name of the user's text) to fill (``string.Template``).
+SHAPES: dict[str, tuple[str, str]] = {
+    "openai-py": (
+        "app/chat.py",
+        "from openai import OpenAI\n"
+        "\n"
+        "client = OpenAI()\n"
+        "\n"
+        "\n"
+        "def answer(${user}: str) -> str:\n"
         "    response = client.chat.completions.create(\n"
         '        model="gpt-4o-mini",\n'
         "        messages=[\n"
-        f'            {{"role": "system", "content": "{system}"}},\n'
-        f'            {{"role": "user", "content": {user}}},\n'
-        "        ],\n    )\n"
-        "    return response.choices[0].message.content\n"
-    )
-
-
-def _anthropic_py(system: str, user: str) -> tuple[str, str]:
-    return "src/assistant.py", (
-        "import anthropic\n\nclient = anthropic.Anthropic()\n"
+        '            {"role": "system", "content": "${system}"},\n'
+        '            {"role": "user", "content": ${user}},\n'
+        "        ],\n"
+        "    )\n"
+        "    return response.choices[0].message.content\n",
+    ),
+    "anthropic-py": (
+        "src/assistant.py",
+        "import anthropic\n"
+        "\n"
+        "client = anthropic.Anthropic()\n"
         "message = client.messages.create(\n"
-        '    model="claude-sonnet-4-5",\n    max_tokens=1024,\n'
-        f'    system="{system}",\n'
-        f'    messages=[{{"role": "user", "content": {user}}}],\n)\n'
-        "print(message.content[0].text)\n"
-    )
-
-
-def _gemini_py(system: str, user: str) -> tuple[str, str]:
-    return "examples/gemini.py", (
-        "from google import genai\nfrom google.genai import types\n\nclient = genai.Client()\n"
+        '    model="claude-sonnet-4-5",\n'
+        "    max_tokens=1024,\n"
+        '    system="${system}",\n'
+        '    messages=[{"role": "user", "content": ${user}}],\n'
+        ")\n"
+        "print(message.content[0].text)\n",
+    ),
+    "gemini-py": (
+        "examples/gemini.py",
+        "from google import genai\n"
+        "from google.genai import types\n"
+        "\n"
+        "client = genai.Client()\n"
         "response = client.models.generate_content(\n"
         '    model="gemini-2.5-flash",\n'
-        f"    contents={user},\n"
-        f'    config=types.GenerateContentConfig(system_instruction="{system}"),\n)\n'
-    )
-
-
-def _langchain_py(system: str, user: str) -> tuple[str, str]:
-    return "app/chains.py", (
-        "from langchain_core.prompts import ChatPromptTemplate\n\n"
-        "prompt = ChatPromptTemplate.from_messages(\n    [\n"
-        f'        ("system", "{system}"),\n'
-        f'        ("human", "{{{user}}}"),\n    ]\n)\nchain = prompt | llm\n'
-    )
-
-
-def _openai_js(system: str, user: str) -> tuple[str, str]:
-    return "src/chat.js", (
-        'import OpenAI from "openai";\n\nconst openai = new OpenAI();\n\n'
-        f"export async function reply({user}) {{\n"
+        "    contents=${user},\n"
+        '    config=types.GenerateContentConfig(system_instruction="${system}"),\n'
+        ")\n",
+    ),
+    "langchain-py": (
+        "app/chains.py",
+        "from langchain_core.prompts import ChatPromptTemplate\n"
+        "\n"
+        "prompt = ChatPromptTemplate.from_messages(\n"
+        "    [\n"
+        '        ("system", "${system}"),\n'
+        '        ("human", "{${user}}"),\n'
+        "    ]\n"
+        ")\n"
+        "chain = prompt | llm\n",
+    ),
+    "openai-js": (
+        "src/chat.js",
+        'import OpenAI from "openai";\n'
+        "\n"
+        "const openai = new OpenAI();\n"
+        "\n"
+        "export async function reply(${user}) {\n"
         "  const completion = await openai.chat.completions.create({\n"
-        '    model: "gpt-4o",\n    messages: [\n'
-        f'      {{ role: "system", content: "{system}" }},\n'
-        f'      {{ role: "user", content: {user} }},\n'
-        "    ],\n  });\n  return completion.choices[0].message.content;\n}\n"
-    )
-
-
-def _ai_sdk_ts(system: str, user: str) -> tuple[str, str]:
-    return "lib/answer.ts", (
-        'import { generateText } from "ai";\nimport { openai } from "@ai-sdk/openai";\n\n'
-        f"export async function answer({user}: string) {{\n"
+        '    model: "gpt-4o",\n'
+        "    messages: [\n"
+        '      { role: "system", content: "${system}" },\n'
+        '      { role: "user", content: ${user} },\n'
+        "    ],\n"
+        "  });\n"
+        "  return completion.choices[0].message.content;\n"
+        "}\n",
+    ),
+    "ai-sdk-ts": (
+        "lib/answer.ts",
+        'import { generateText } from "ai";\n'
+        'import { openai } from "@ai-sdk/openai";\n'
+        "\n"
+        "export async function answer(${user}: string) {\n"
         "  const { text } = await generateText({\n"
         '    model: openai("gpt-4o"),\n'
-        f'    system: "{system}",\n'
-        f"    prompt: {user},\n  }});\n  return text;\n}}\n"
-    )
-
-
-def _prompts_yaml(system: str, user: str) -> tuple[str, str]:
-    return "prompts/default.yaml", (
-        f"{user}:\n  model: gpt-4o-mini\n  temperature: 0.2\n  system: |\n    {system}\n"
-        f"  user: |\n    {{{{ {user} }}}}\n"
-    )
-
-
-def _chat_template(system: str, user: str) -> tuple[str, str]:
-    return "templates/chat.jinja", (
-        "{% if messages[0]['role'] != 'system' %}"
-        f"<|im_start|>system\n{system}<|im_end|>\n"
-        "{% endif %}{% for message in messages %}"
-        "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
-        "{% endfor %}<|im_start|>assistant\n"
-    )
-
-
-def _constant_py(system: str, user: str) -> tuple[str, str]:
-    return "app/prompts.py", (
-        f'SYSTEM_PROMPT = """{system}"""\n\n\n'
-        f"def build_messages({user}: str, context: str) -> list[dict[str, str]]:\n"
-        '    return [\n        {"role": "system", "content": SYSTEM_PROMPT},\n'
-        f'        {{"role": "user", "content": f"Context: {{context}}\\n\\n{{{user}}}"}},\n    ]\n'
-    )
-
-
-def _curl(system: str, user: str) -> tuple[str, str]:
-    return "docs/api.sh", (
+        '    system: "${system}",\n'
+        "    prompt: ${user},\n"
+        "  });\n"
+        "  return text;\n"
+        "}\n",
+    ),
+    "prompts-yaml": (
+        "prompts/default.yaml",
+        "${user}:\n"
+        "  model: gpt-4o-mini\n"
+        "  temperature: 0.2\n"
+        "  system: |\n"
+        "    ${system}\n"
+        "  user: |\n"
+        "    {{ ${user} }}\n",
+    ),
+    "chat-template": (
+        "templates/chat.jinja",
+        "{% if messages[0]['role'] != 'system' %}<|im_start|>system\n"
+        "${system}<|im_end|>\n"
+        "{% endif %}{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+        "{{ message['content'] }}<|im_end|>\n"
+        "{% endfor %}<|im_start|>assistant\n",
+    ),
+    "constant-py": (
+        "app/prompts.py",
+        'SYSTEM_PROMPT = """${system}"""\n'
+        "\n"
+        "\n"
+        "def build_messages(${user}: str, context: str) -> list[dict[str, str]]:\n"
+        "    return [\n"
+        '        {"role": "system", "content": SYSTEM_PROMPT},\n'
+        '        {"role": "user", "content": f"Context: {context}\\n\\n{${user}}"},\n'
+        "    ]\n",
+    ),
+    "curl": (
+        "docs/api.sh",
         "curl https://api.openai.com/v1/chat/completions \\\n"
         '  -H "Content-Type: application/json" \\\n'
-        '  -H "Authorization: Bearer $OPENAI_API_KEY" \\\n'
+        '  -H "Authorization: Bearer $$OPENAI_API_KEY" \\\n'
         "  -d '{\n"
-        '    "model": "gpt-4o-mini",\n    "messages": [\n'
-        f'      {{"role": "system", "content": "{system}"}},\n'
-        f'      {{"role": "user", "content": "<{user}>"}}\n'
-        "    ]\n  }'\n"
-    )
-
-
-SHAPES: dict[str, Callable[[str, str], tuple[str, str]]] = {
-    "openai-py": _openai_py,
-    "anthropic-py": _anthropic_py,
-    "gemini-py": _gemini_py,
-    "langchain-py": _langchain_py,
-    "openai-js": _openai_js,
-    "ai-sdk-ts": _ai_sdk_ts,
-    "prompts-yaml": _prompts_yaml,
-    "chat-template": _chat_template,
-    "constant-py": _constant_py,
-    "curl": _curl,
+        '    "model": "gpt-4o-mini",\n'
+        '    "messages": [\n'
+        '      {"role": "system", "content": "${system}"},\n'
+        '      {"role": "user", "content": "<${user}>"}\n'
+        "    ]\n"
+        "  }'\n",
+    ),
 }
 _FENCES = {".py": "python", ".js": "javascript", ".ts": "typescript", ".yaml": "yaml", ".sh": "bash"}
 
@@ -219,9 +232,10 @@ def prompt_records(fillers: list[str], seed: int = 0, per_shape: int = PER_SHAPE
     ``fillers`` (the training READMEs' slices) or as a file a diff adds, a third each."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = []
-    for shape, write in SHAPES.items():
+    for shape in SHAPES:
         for index in range(per_shape):
-            path, code = write(_system(rng), rng.choice(_USER))
+            path, template = SHAPES[shape]
+            code = Template(template).substitute(system=_system(rng), user=rng.choice(_USER))
             carrier = ("bare", "readme", "diff")[index % 3]
             text = (
                 code
