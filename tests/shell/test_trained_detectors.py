@@ -102,13 +102,14 @@ def benign_log(size: int) -> bytes:
 # the best of this many harmless windows scores as high as the artifact's best window.
 SEMANTIC_NOT_DILUTED_BY_CODE = pytest.mark.xfail(
     strict=True,
-    reason="the PI head is not diluted by the code around this comment: it scores the raw view (0.935)"
-    " above the prose view (0.923), the premise of the prose option, which its lexical model keeps",
+    reason="the PI head is not diluted by the code around this comment: with the prose view it still"
+    " ranks a raw window first (0.998 with the head of 2026-12-01), against the premise of the prose"
+    " option, which its lexical model keeps",
 )
 SEMANTIC_FLAGS_SHORT_TEXT = pytest.mark.xfail(
     strict=True,
-    reason="known weakness: the PI head scores these benign one-liners up to 0.996 (benchmarks/short_texts.py:"
-    " it flags 30 % of short harmless sentences alone; the quorum allows them)",
+    reason="known weakness: the PI head scores these benign one-liners up to 0.978 (the head of"
+    " 2026-12-01; benchmarks/short_texts.py counts such sentences; the quorum allows them)",
 )
 SEMANTIC_FLAGS_A_ONE_WINDOW_BUMP = pytest.mark.xfail(
     strict=True,
@@ -118,8 +119,8 @@ SEMANTIC_FLAGS_A_ONE_WINDOW_BUMP = pytest.mark.xfail(
 )
 SEMANTIC_FLAGS_THE_LUNCH_EMAIL = pytest.mark.xfail(
     strict=True,
-    reason="known weakness: the PI head of 2026-11-29 alone scores this lunch invitation 0.971 (>= 0.855),"
-    " as every rebuild of the recipe on that day's machine did; the quorum allows it"
+    reason="known weakness: the PI head of 2026-12-01 alone scores this lunch invitation 0.960 (>= 0.857),"
+    " as the head of 2026-11-29 did (0.971); the quorum allows it"
     " (tests/shell/test_acceptance.py::test_short_prose_the_semantic_head_flags_alone_is_allowed)",
 )
 DETECTORS = [LexicalDetector, SemanticDetector]
