@@ -5,10 +5,9 @@ names it first and sends the name: ``const t = process.env.NPM_TOKEN`` and, line
 ``fetch("https://...", { method: "POST", body: t })``. The check ``secret-flow`` follows a name
 bound to an environment secret (a variable named for a token, key or password) to a request call
 further on in the same file's added code that sends it to a URL written in the call (or bound to a
-name in that code), anywhere but
-in its authentication (an Authorization header, a bearer or basic credential, an ``auth``
-argument: how API clients use their tokens). Names are matched as code names, not as parts of a
-host or path (``t`` in ``api.t-stats.dev/t``).
+name in that code), anywhere but in its authentication (an Authorization header, a bearer or basic
+credential, an ``auth`` argument: how API clients use their tokens). Names are matched as code
+names, not as parts of a host or path (``t`` in ``api.t-stats.dev/t``).
 """
 
 from __future__ import annotations
