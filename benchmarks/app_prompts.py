@@ -8,7 +8,7 @@ prompts YAML file, a chat template's default system turn, a curl example's reque
 orders are the application's own model's, not the reader's: harmless. This writes such prompts
 with the generator of ``worker/training/corpus/prompts.py`` (ten code shapes; prompts in six
 languages; bare, in a README's code block among registry READMEs no model trained on, or as a file
-a release diff adds), with ``--seed`` 1 by default (the opt-in training corpus is seed 0), runs
+a release diff adds), with ``--seed`` 1 by default (the shipped models train on seed 0: an optimistic reading), runs
 ``canary eval --json`` and prints how many are held back (quarantined or sent to review), in all
 and by shape and carrier. Nothing is trained or tuned here.
 """

@@ -7,10 +7,10 @@ the threshold on the out-of-fold scores, fit on all of train and write
 Prompt-injection trains on its train split plus the committed extra corpus
 (``worker/training/corpus/data``: generated attacks and look-alikes in ten
 languages and many carriers, NotInject, README slices, long README documents,
-slices of real release diffs and LLM applications' own prompts in their code), and on two planted copies of every train
-record: one inside code, one inside a carrier of 128 B-16 KB (README prose,
-e-mail, issue, table, JSON tool output or web page), beside as many such
-carriers with nothing planted. The quorum thresholds weigh the long carriers'
+slices of real release diffs and LLM applications' own prompts in their code),
+and on two planted copies of every train record: one inside code, one inside a
+carrier of 128 B-16 KB (README prose, e-mail, issue, table, JSON tool output or
+web page), beside as many such carriers with nothing planted. The quorum thresholds weigh the long carriers'
 false alarms as a term of their own. Options not in the shipped recipe: more
 carriers alone per attack, a share of them holding a generated look-alike
 (``--harmless-payloads``), and attacks planted in 16-64 KB carriers with such

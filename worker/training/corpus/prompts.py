@@ -21,6 +21,7 @@ import random
 from string import Template
 from typing import Any
 
+from worker.training.corpus import package_parts
 from worker.training.corpus.build import record
 from worker.training.data import APP_PROMPTS_FILE
 
@@ -221,12 +222,6 @@ def _in_readme(rng: random.Random, path: str, code: str, filler: str) -> str:
     return f"{filler[:cut]}\n{block}\n{filler[cut:]}".strip() + "\n"
 
 
-def _in_diff(path: str, code: str) -> str:
-    lines = code.rstrip("\n").split("\n")
-    head = f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
-    return head + f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines)
-
-
 def prompt_records(fillers: list[str], seed: int = 0, per_shape: int = PER_SHAPE) -> list[dict[str, Any]]:
     """``per_shape`` records per code shape, deterministic for ``seed``: bare, in a README of
     ``fillers`` (the training READMEs' slices) or as a file a diff adds, a third each."""
@@ -242,7 +237,7 @@ def prompt_records(fillers: list[str], seed: int = 0, per_shape: int = PER_SHAPE
                 if carrier == "bare"
                 else _in_readme(rng, path, code, rng.choice(fillers))
                 if carrier == "readme"
-                else _in_diff(path, code)
+                else package_parts.diff([(path, code)])
             )
             how = f"{shape} prompt in {carrier}"
             out.append(
