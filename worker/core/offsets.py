@@ -185,3 +185,19 @@ class Layer:
     def flat(self) -> bytes:
         """The same bytes with newlines read as spaces (same length, same map)."""
         return self.data.replace(b"\n", b" ")
+
+    @cached_property
+    def starts(self) -> bytes:
+        """:attr:`flat`, but a newline before a capital letter (A-Z) stays: a line that starts
+        with one begins a sentence of its own after a heading, a table row or a line without a
+        full stop, where a rule's ``^`` (a sentence's start) reads it as at the start of the text.
+        Only rules with a ``^`` read it (:attr:`worker.core.rule.Rule.starts_line`), as well as the
+        flat text: a sentence wrapped before a name still reads as one."""
+        if b"\n" not in self.data:
+            return self.data
+        arr = np.frombuffer(self.data, dtype=np.uint8)
+        out = arr.copy()
+        breaks = np.flatnonzero(arr == 10)
+        following = np.append(arr, np.uint8(0))[breaks + 1]
+        out[breaks[(following < 65) | (following > 90)]] = 32
+        return out.tobytes()

@@ -16,7 +16,9 @@ with a ``weight`` and a ``scope``:
 
 Patterns see normalized bytes where every whitespace run is ONE byte, and newlines read as spaces,
 so a plain space in a pattern matches any blank run, line breaks included; ``lines: true`` rules
-see the newlines instead (for ``^``/``$``). A diff is read with each added line's ``+`` as a space
+see the newlines instead (for ``^``/``$``). A flat rule's ``^`` (a sentence's start) also reads a
+line that starts with a capital letter, whatever ends the line before it (a heading, a table row, a
+line of code): such rules read the text a second time with those newlines kept. A diff is read with each added line's ``+`` as a space
 (a removed line keeps its ``-``). Optional ``files`` globs restrict a hit to diff files with
 matching paths; ``min_entropy`` requires the matched bytes to look random; ``unquoted`` drops
 matches inside quotation marks in their sentence (an advisory quoting ``"ignore previous
@@ -287,6 +289,9 @@ def _scan_window(
             for matcher in ruleset.flat:
                 if _reads(matcher.scopes, scopes):
                     _record(matcher.scan(layer.flat, layer.data, wanted, placed), layer, scopes, scan)
+            for matcher in ruleset.starts:
+                if _reads(matcher.scopes, scopes) and layer.starts != layer.flat:
+                    _record(matcher.scan(layer.starts, layer.data, wanted, placed), layer, scopes, scan)
             if kind == "decoded":  # line-anchored rules need the lines a decoded layer no longer has
                 continue
             for matcher in ruleset.lines:

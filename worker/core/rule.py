@@ -6,8 +6,9 @@ See :mod:`worker.core.precheck` for what the fields mean to the engine; a rule i
 
 from __future__ import annotations
 
+import importlib
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -38,6 +39,13 @@ class Rule(BaseModel):
     # Bytes: the hit adds up with other rules' hits only within this many bytes of it (a property of
     # one element, such as hidden markup, is not one passage with an element kilobytes away).
     near: int | None = Field(default=None, ge=64)
+
+    @property
+    def starts_line(self) -> bool:
+        """Whether a flat rule's pattern may match at ``^`` (a sentence's start, as its author
+        wrote it), which the flat text, one line, has only where it begins; see
+        :attr:`worker.core.offsets.Layer.starts`."""
+        return self.pattern is not None and not self.lines and _has_start(_PARSER.parse(self.pattern).data)
 
     @property
     def placed(self) -> bool:
@@ -76,6 +84,26 @@ class Rule(BaseModel):
 
 
 _LINE_BREAKS = re.compile(r"\\[nr]|[\n\r]")
+
+
+_PARSER: Any = importlib.import_module("re._parser")  # what ``re`` compiles with (``sre_parse``)
+_C: Any = importlib.import_module("re._constants")
+
+
+def _has_start(items: Any) -> bool:
+    """Whether a parsed pattern holds ``^`` anywhere (in a group, a branch, a repeat)."""
+    for op, arg in items:
+        if op is _C.AT and arg in (_C.AT_BEGINNING, _C.AT_BEGINNING_LINE):
+            return True
+        if op is _C.BRANCH and any(_has_start(branch) for branch in arg[1]):
+            return True
+        if op is _C.SUBPATTERN and _has_start(arg[-1]):
+            return True
+        if op in (_C.MAX_REPEAT, _C.MIN_REPEAT, _C.POSSESSIVE_REPEAT) and _has_start(arg[2]):
+            return True
+        if op is _C.ATOMIC_GROUP and _has_start(arg):
+            return True
+    return False
 
 
 def _needs_newline(pattern: str) -> bool:

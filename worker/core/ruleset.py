@@ -53,6 +53,9 @@ class CompiledRuleset:
     ruleset: Ruleset
     flat: tuple[Matcher, ...]
     lines: tuple[Matcher, ...]
+    # the flat rules with a ``^``, which also read the text whose lines that start with a capital
+    # letter stay lines (:attr:`worker.core.offsets.Layer.starts`)
+    starts: tuple[Matcher, ...]
     checks: tuple[Rule, ...]
     near: dict[str, int]  # rule id -> its ``near`` (bytes), for the rules that have one
 
@@ -69,6 +72,7 @@ def compile_ruleset(ruleset: Ruleset, engine: Engine = "auto") -> CompiledRulese
         ruleset=ruleset,
         flat=_by_scope([r for r in patterns if not r.lines], engine),
         lines=_by_scope([r for r in patterns if r.lines], engine),
+        starts=_by_scope([r for r in patterns if r.starts_line], engine),
         checks=tuple(r for r in ruleset.rules if r.check is not None),
         near={r.id: r.near for r in ruleset.rules if r.near is not None},
     )
