@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from policies.loader import load_policy
 from worker.core.models import Coverage, ErrorKind, PrecheckResult, ScoredWindow, Vote
-from worker.core.policy import Quorum, ShortDissent
+from worker.core.policy import Quorum, SecondedDissent, ShortDissent
 from worker.core.quorum import decide_quorum
 
 CLEAN = PrecheckResult(verdict="harmless")
@@ -254,3 +254,66 @@ def test_the_gate_decides_with_the_policy_short_dissent():
         )
         report = judge(gate, Pending(CLEAN, lone_semantic(0.9995, size)), Resolver())  # type: ignore[arg-type]
         assert report.decision == decision, size
+
+
+def window(start: int, score: float, view: str = "raw") -> ScoredWindow:
+    return ScoredWindow(view=view, start=start, end=start + 512, logit=0.0, score=score)
+
+
+SECONDED = SecondedDissent(scores={"semantic": 0.999}, seconds={"lexical": 0.95}, up_to_bytes=1 << 20)
+
+
+def lone_reader(lexical_at: int, lexical_score: float, size: int = 65_536, view: str = "raw") -> list[Vote]:
+    """The reader alone harmful on the window at 40,960; the lexical model's best window elsewhere."""
+    return [
+        vote("rules", "harmless", 0.0, size=size),
+        vote(
+            "lexical",
+            "harmless",
+            lexical_score,
+            windows=(window(lexical_at, lexical_score, view),),
+            size=size,
+        ),
+        vote("semantic", "harmful", 0.9995, windows=(window(40_960, 0.9995),), size=size),
+    ]
+
+
+def seconded(votes: list[Vote], rule: SecondedDissent | None = SECONDED) -> tuple[str, str]:
+    return decide_quorum(CLEAN, votes, 2, NAMES, {}, 512, dissent_seconded=rule)
+
+
+def test_a_lone_vote_seconded_on_its_passage_goes_to_review():
+    """Two detectors point at one passage though only one crossed its cut: review, not allow."""
+    decision, reason = seconded(lone_reader(lexical_at=40_960 + 384, lexical_score=0.97))
+    assert decision == "review"
+    assert "semantic harmful at 0.9995 >= 0.999, seconded by lexical at 0.97 >= 0.95" in reason
+
+
+@pytest.mark.parametrize(
+    ("lexical_at", "lexical_score", "view"),
+    [
+        (40_960 + 384, 0.90, "raw"),  # the second is under its bar
+        (20_480, 0.99, "raw"),  # the second points at another passage of the document
+        (40_960, 0.99, "added"),  # a place in another view cannot be compared
+    ],
+    ids=["second-too-weak", "elsewhere", "another-view"],
+)
+def test_a_lone_vote_without_a_second_on_its_passage_is_outvoted(lexical_at, lexical_score, view):
+    assert seconded(lone_reader(lexical_at, lexical_score, view=view))[0] == "allow"
+
+
+def test_the_seconded_dissent_holds_only_for_texts_up_to_its_length_and_when_set():
+    votes = lone_reader(lexical_at=40_960, lexical_score=0.99, size=2 << 20)
+    assert seconded(votes)[0] == "allow"
+    assert seconded(lone_reader(lexical_at=40_960, lexical_score=0.99), None)[0] == "allow"
+    weak = lone_reader(lexical_at=40_960, lexical_score=0.99)
+    weak[2] = vote("semantic", "harmful", 0.99, windows=(window(40_960, 0.99),), size=65_536)
+    assert seconded(weak)[0] == "allow"
+
+
+def test_seconded_dissent_names_scored_detectors_of_the_quorum():
+    base = load_policy("prompt-injection").quorum.model_dump()
+    with pytest.raises(ValidationError, match="dissent_seconded.seconds names 'llm'"):
+        Quorum.model_validate(
+            {**base, "dissent_seconded": {"scores": {"semantic": 0.999}, "seconds": {"llm": 0.5}}}
+        )

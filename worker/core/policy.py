@@ -83,6 +83,19 @@ class ShortDissent(_Strict):
     scores: dict[str, float]
 
 
+class SecondedDissent(_Strict):
+    """A lone harmful vote that another detector seconds goes to review instead of being allowed:
+    the vote reaches its detector's ``scores`` value and names a place (a window it scored at least
+    that high) where another detector, voting harmless, still names one of its best places with at
+    least its ``seconds`` value, within the quorum's ``colocate_bytes``. Two detectors point at one
+    passage though only one crossed its cut. Texts of at most ``up_to_bytes`` (None: any length).
+    The windows a vote names carry their scores (a model's best three; the rules' evidence)."""
+
+    scores: dict[str, float]
+    seconds: dict[str, float]
+    up_to_bytes: int | None = Field(default=None, ge=1)
+
+
 class Quorum(_Strict):
     """``required`` valid votes of ``detectors`` decide.
 
@@ -95,7 +108,8 @@ class Quorum(_Strict):
 
     ``colocate_bytes``: harmful votes add up only where they point at one passage (places at
     most that many bytes apart); None, the default: anywhere in the artifact
-    (:func:`worker.core.quorum.decide_quorum`).
+    (:func:`worker.core.quorum.decide_quorum`). ``dissent_seconded``: a lone harmful vote that
+    another detector seconds on the same passage goes to review (:class:`SecondedDissent`).
     """
 
     detectors: tuple[DetectorSpec, ...]
@@ -103,6 +117,7 @@ class Quorum(_Strict):
     dissent: dict[str, float] = Field(default_factory=dict)
     dissent_short: tuple[ShortDissent, ...] = ()
     colocate_bytes: int | None = Field(default=None, ge=0)
+    dissent_seconded: SecondedDissent | None = None
 
     @field_validator("dissent_short", mode="before")
     @classmethod
@@ -126,6 +141,11 @@ class Quorum(_Strict):
                 "quorum.dissent_short: tiers go from the shortest up_to_bytes up, each length once"
             )
         tiers = [("dissent", self.dissent)] + [("dissent_short", tier.scores) for tier in self.dissent_short]
+        if self.dissent_seconded is not None:
+            tiers += [
+                ("dissent_seconded.scores", self.dissent_seconded.scores),
+                ("dissent_seconded.seconds", self.dissent_seconded.seconds),
+            ]
         for field, scores in tiers:
             for name, score in scores.items():
                 if name not in kinds:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from worker.core.models import Decision, PrecheckResult, ScoredWindow, Vote
-from worker.core.policy import ShortDissent
+from worker.core.policy import SecondedDissent, ShortDissent
 
 RAW = "raw"  # the artifact's bytes as stored (worker.core.views.RAW)
 
@@ -34,6 +34,7 @@ def decide_quorum(
     dissent: Mapping[str, float] | None = None,
     colocate: int | None = None,
     dissent_short: Sequence[ShortDissent] = (),
+    dissent_seconded: SecondedDissent | None = None,
 ) -> tuple[Decision, str]:
     """Apply the gate's decision rule.
 
@@ -53,6 +54,10 @@ def decide_quorum(
     the strict protocol) never dissents. ``dissent_short`` gives other scores for a vote on a
     text of at most ``up_to_bytes`` (its coverage's total): of its tiers (shortest first), the
     first that holds the text and names the detector.
+
+    ``dissent_seconded``: a harmful vote that loses the quorum also goes to review where another
+    detector names a place beside one of its own at that detector's ``seconds`` score
+    (:class:`worker.core.policy.SecondedDissent`), within ``colocate`` bytes (0 without it).
 
     ``colocate`` (bytes): the harmful votes count together only if they point at one passage,
     places no more than that many bytes apart (see the module docstring). Harmful votes that
@@ -95,6 +100,8 @@ def decide_quorum(
         return "quarantine", f"quorum harmful ({tally}; need {required})"
     if harmless >= required:
         dissenter = _dissenter(votes, seen, dissent or {}, dissent_short)
+        if dissenter is None and dissent_seconded is not None:
+            dissenter = _seconded(votes, seen, dissent_seconded, colocate or 0)
         if dissenter is not None:
             return "review", f"dissent: {dissenter} lost the quorum ({tally}; need {required})"
         return "allow", f"quorum harmless ({tally}; need {required})"
@@ -121,6 +128,36 @@ def _dissenter(
             continue
         bar = f"{least:g} (texts up to {tier.up_to_bytes} bytes)" if tier is not None else f"{least:g}"
         return f"{vote.detector} harmful at {vote.score:.4g} >= {bar}"
+    return None
+
+
+def _seconded(votes: Sequence[Vote], counted: set[str], rule: SecondedDissent, slack: int) -> str | None:
+    """``name harmful at score, seconded by other at score`` for the first counted harmful vote
+    of ``rule.scores`` that names a place another counted vote names at its ``rule.seconds``."""
+    first: dict[str, Vote] = {}
+    for vote in votes:
+        if vote.detector in counted and vote.valid:
+            first.setdefault(vote.detector, vote)
+    for name, vote in first.items():
+        least = rule.scores.get(name)
+        if least is None or vote.verdict != "harmful" or vote.score is None or vote.score < least:
+            continue
+        if rule.up_to_bytes is not None and (
+            vote.coverage is None or vote.coverage.total_bytes > rule.up_to_bytes
+        ):
+            continue
+        places = [_place(w) for w in vote.windows if w.score >= least]
+        for other, seconder in first.items():
+            bar = rule.seconds.get(other)
+            if other == name or bar is None:
+                continue
+            for window in seconder.windows:
+                view, span = _place(window)
+                if window.score >= bar and any(view == v and near(span, s, slack) for v, s in places):
+                    return (
+                        f"{name} harmful at {vote.score:.4g} >= {least:g}, seconded by {other} at"
+                        f" {window.score:.4g} >= {bar:g} on the same passage"
+                    )
     return None
 
 

@@ -29,7 +29,7 @@ from worker.adapters.storage import sha256_hex
 from worker.core.detector import Artifact, cast_vote, error_vote
 from worker.core.errors import CanaryError, DatabaseUnavailableError, DetectorError, StorageError
 from worker.core.models import Coverage, Decision, ErrorKind, PolicyRef, PrecheckResult, Report, Timings, Vote
-from worker.core.policy import ShortDissent
+from worker.core.policy import SecondedDissent, ShortDissent
 from worker.core.quorum import decide_quorum
 from worker.detectors import detector_for
 from worker.pipeline.ref import GateRef
@@ -296,11 +296,12 @@ def judge(gate: Gate, item: Pending, policies: PolicyResolver) -> Report:
     dissent: dict[str, float] = {}
     short: tuple[ShortDissent, ...] = ()
     colocate: int | None = None
+    seconded: SecondedDissent | None = None
     try:
         policy = policies.resolve(gate.policy_ref, gate.policy_sha256)
         required, expected = policy.quorum.required, [d.name for d in policy.quorum.detectors]
         dissent, colocate = policy.quorum.dissent, policy.quorum.colocate_bytes
-        short = policy.quorum.dissent_short
+        short, seconded = policy.quorum.dissent_short, policy.quorum.dissent_seconded
     except PolicyError as exc:
         required, expected, reason_override = 1, ["?"], str(exc)
     decision: Decision
@@ -308,7 +309,14 @@ def judge(gate: Gate, item: Pending, policies: PolicyResolver) -> Report:
         decision, reason = "review", reason_override
     else:
         decision, reason = decide_quorum(
-            item.precheck, item.votes, required, expected, dissent, colocate, dissent_short=short
+            item.precheck,
+            item.votes,
+            required,
+            expected,
+            dissent,
+            colocate,
+            dissent_short=short,
+            dissent_seconded=seconded,
         )
     if item.note:
         reason = f"{reason}; {item.note}"
