@@ -395,6 +395,24 @@ def exchange(code):
     assert "mp.creds.secret-flow" in rules_of(result)
 
 
+def test_bindings_are_read_only_on_lines_with_an_env_read():
+    """Trying the binding pattern only on lines that read the environment finds what reading the
+    whole text finds: at the first line, two on one line, after a line that reads nothing."""
+    from worker.core.flows import _BINDING, _bindings
+
+    text = (
+        b"token = os.environ['NPM_TOKEN']\n"
+        b"home = os.environ.get('HOME')\n"
+        b"a = process.env.A_TOKEN; b = process.env['B_SECRET']\n"
+        b"x = 1\n"
+        b'  key := os.Getenv("API_KEY")'
+    )
+    whole = [(m.group(1), m.end()) for m in _BINDING.finditer(text)]
+    assert [name for name, _ in whole] == [b"token", b"a", b"b", b"key"]
+    assert list(_bindings(text)) == whole
+    assert list(_bindings(b"const t = config.token;\nfetch(url, { body: t });\n")) == []
+
+
 def test_secret_flow_reads_only_code_files():
     """A README showing the same two lines is documentation, not package behaviour."""
     result = run_precheck(added(("README.md", SECRET_FLOWS["js-body"])), PACKAGE)

@@ -33,6 +33,9 @@ _BINDING = re.compile(
     rb"|os\.Getenv\( ?\"|ENV(?:\.fetch\( ?|\[ ?)[\"'])" + _SECRET + rb"\b",
     re.MULTILINE,
 )
+# what every binding holds: the lines that do are the only ones ``_BINDING`` is tried on (speed;
+# ``bytes.find`` for each is three times faster than one alternation)
+_READS = (b"process.env", b"os.environ", b"os.getenv", b"os.Getenv", b"ENV.", b"ENV[")
 # ``const { NPM_TOKEN, HOME } = process.env``: each secret-named key is a name
 _DESTRUCTURED = re.compile(rb"\{([^}\n]{1,300})\} ?= ?process\.env\b")
 _SECRET_KEY = re.compile(rb"\b(" + _SECRET + rb")\b")
@@ -99,11 +102,36 @@ def _sends(arguments: bytes, name: bytes) -> bool:
     )
 
 
+def _found(text: bytes, needles: tuple[bytes, ...]) -> Iterator[int]:
+    """Where each of ``needles`` starts in ``text``."""
+    for needle in needles:
+        at = text.find(needle)
+        while at >= 0:
+            yield at
+            at = text.find(needle, at + 1)
+
+
+def _bindings(text: bytes) -> Iterator[tuple[bytes, int]]:
+    """``(name, end)`` of each ``_BINDING`` in ``text``, tried only on the lines with an env read
+    (a binding never spans lines; ``^`` still matches only at a real line start)."""
+    end = -1
+    for read in sorted(_found(text, _READS)):
+        if read < end:
+            continue  # that line is done
+        start = text.rfind(b"\n", 0, read) + 1
+        end = text.find(b"\n", read)
+        end = len(text) if end < 0 else end
+        for m in _BINDING.finditer(text, start, end):
+            yield m.group(1), m.end()
+
+
 def secret_flow(context: CheckContext) -> list[tuple[int, int]]:
     """A name bound to an environment secret, sent by a request to a written URL (or a name bound
     to one) within ``REACH`` bytes further on; the hit lies on the request call."""
+    if not any(read in context.data for read in _READS):
+        return []  # no environment read anywhere: nothing is bound to a secret
     for offset, text in _code_parts(context):
-        names = [(m.group(1), m.end()) for m in _BINDING.finditer(text)]
+        names = list(_bindings(text))
         for m in _DESTRUCTURED.finditer(text):
             names += [(key, m.end()) for key in _SECRET_KEY.findall(m.group(1))]
         if not names:
