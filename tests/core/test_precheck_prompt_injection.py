@@ -1327,3 +1327,27 @@ def test_only_rules_with_a_start_anchor_read_the_lines_that_start_sentences():
     assert not rules["pi.override.phrase"].starts_line
     assert not Rule(id="x", description="d", weight=1, pattern=r"[^a]bc").starts_line
     assert Rule(id="x", description="d", weight=1, pattern=r"(?:(?:^|, )x)+").starts_line
+
+
+def test_a_start_beside_a_whitespace_class_is_the_texts_start():
+    """``(?:^|[\\s;(])exec(`` means "at the start or after a blank or a bracket": a line's start
+    already matches the class (a newline in the lines, a space in the flat text), so the rule does
+    not read the sentence-start text again. ``^`` beside a class without ``\\s``, or a negated
+    one, still does."""
+
+    def rule(pattern: str) -> Rule:
+        return Rule(id="x", description="d", weight=1, pattern=pattern)
+
+    assert not rule(r"(?:^|[\s;(])exec\(").starts_line
+    assert not rule(r"(?:^|\s)x").starts_line
+    assert rule(r"(?:^|[.!?] )x").starts_line
+    assert rule(r"(?:^|[^\s])x").starts_line
+    assert rule(r"(?:^|\s)x|^y").starts_line
+    mp = {r.id: r for r in load_ruleset("malicious-package").ruleset.rules}
+    assert not mp["mp.exec.decoded-name"].starts_line
+    diff = (
+        b"diff --git a/pkg/a.py b/pkg/a.py\nnew file mode 100644\n--- /dev/null\n+++ b/pkg/a.py\n"
+        b"@@ -0,0 +1,2 @@\n+x = 1\n+exec(decoded_payload)\n"
+    )
+    hits = run_precheck(diff, load_policy("malicious-package"))
+    assert "mp.exec.decoded-name" in {e.rule_id for e in hits.evidence}

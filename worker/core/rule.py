@@ -90,13 +90,21 @@ _PARSER: Any = importlib.import_module("re._parser")  # what ``re`` compiles wit
 _C: Any = importlib.import_module("re._constants")
 
 
+_STARTS = (_C.AT_BEGINNING, _C.AT_BEGINNING_LINE)
+
+
 def _has_start(items: Any) -> bool:
-    """Whether a parsed pattern holds ``^`` anywhere (in a group, a branch, a repeat)."""
+    """Whether a parsed pattern holds ``^`` anywhere (in a group, a branch, a repeat), but for a
+    ``^`` that is the alternative of a whitespace class (``(?:^|[\\s;(])``): that one means the
+    text's start, and a line's start already matches the class, on a newline or a space."""
     for op, arg in items:
-        if op is _C.AT and arg in (_C.AT_BEGINNING, _C.AT_BEGINNING_LINE):
+        if op is _C.AT and arg in _STARTS:
             return True
-        if op is _C.BRANCH and any(_has_start(branch) for branch in arg[1]):
-            return True
+        if op is _C.BRANCH:
+            branches = arg[1]
+            spaced = any(len(b) == 1 and _spaces(b[0]) for b in branches)
+            if any(_has_start(b) for b in branches if not (spaced and _only_start(b))):
+                return True
         if op is _C.SUBPATTERN and _has_start(arg[-1]):
             return True
         if op in (_C.MAX_REPEAT, _C.MIN_REPEAT, _C.POSSESSIVE_REPEAT) and _has_start(arg[2]):
@@ -104,6 +112,17 @@ def _has_start(items: Any) -> bool:
         if op is _C.ATOMIC_GROUP and _has_start(arg):
             return True
     return False
+
+
+def _only_start(items: Any) -> bool:
+    """Whether a parsed branch is a lone ``^``."""
+    return len(items) == 1 and items[0][0] is _C.AT and items[0][1] in _STARTS
+
+
+def _spaces(item: tuple[Any, Any]) -> bool:
+    """Whether a parsed item is a character class (not negated) that holds ``\\s``."""
+    op, arg = item
+    return op is _C.IN and (_C.CATEGORY, _C.CATEGORY_SPACE) in arg and (_C.NEGATE, None) not in arg
 
 
 def _needs_newline(pattern: str) -> bool:
