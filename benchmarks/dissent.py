@@ -5,7 +5,7 @@
     python benchmarks/dissent.py table FILE [--dissent rules=0.8 lexical=0.99 ...]
                                             [--short-bytes 16384 --short-dissent semantic=0.999]
                                             [--seconded semantic=0.999 --seconds lexical=0.95
-                                             --seconded-up-to 1048576]
+                                             --seconded-up-to 1048576] [--over-shipped]
 
 ``votes`` runs each policy's pre-check and its local detectors on every labelled record
 (and, with ``--releases``, on the cached real-release diffs of ``benchmarks/real_releases.py``,
@@ -18,8 +18,10 @@ own rule) over those votes: for each detector, the split votes it loses, and for
 dissent thresholds how many harmless items would go to review (the cost) and how many
 allowed attacks would (the gain); with ``--short-bytes``, ``--short-dissent`` replaces those scores
 for items of at most that many bytes (the policy's ``quorum.dissent_short``); ``--seconded`` adds
-the policy's ``quorum.dissent_seconded`` (a lone harmful vote another detector's place seconds). Choose thresholds
-on train and the real releases (a benign corpus no model trained on); report dev.
+the policy's ``quorum.dissent_seconded`` (a lone harmful vote another detector's place seconds). The
+counts start from no dissent at all; with ``--over-shipped``, from each policy's shipped dissent
+options, so that a candidate (the shipped options plus one more) shows what it adds to them. Choose
+thresholds on train and the real releases (a benign corpus no model trained on); report dev.
 """
 
 from __future__ import annotations
@@ -165,6 +167,17 @@ def _options(
     return _pairs(args.dissent), short, seconded
 
 
+Base = tuple[dict[str, float], tuple[ShortDissent, ...], SecondedDissent | None]
+
+
+def _base(policy_id: str, shipped: bool) -> Base:
+    """What ``table`` counts from: no dissent at all, or (``--over-shipped``) the policy's own."""
+    if not shipped:
+        return {}, (), None
+    quorum = load_policy(policy_id).quorum
+    return dict(quorum.dissent), tuple(quorum.dissent_short), quorum.dissent_seconded
+
+
 def table_command(args: argparse.Namespace) -> None:
     rows = [json.loads(line) for line in Path(args.file).read_text().splitlines()]
     dissent, short, seconded = _options(args)
@@ -172,6 +185,7 @@ def table_command(args: argparse.Namespace) -> None:
     for row in rows:
         groups.setdefault((row["policy"], row["split"]), []).append(row)
     print(f"dissent: {dissent or 'off'}  (blocked = quarantine or review, as canary eval counts it)")
+    print("counted from:", "each policy's shipped dissent" if args.over_shipped else "no dissent")
     for tier in short:
         print(f"up to {tier.up_to_bytes} bytes: {tier.scores}")
     if seconded is not None:
@@ -191,16 +205,30 @@ def table_command(args: argparse.Namespace) -> None:
     for (policy, split), group in sorted(groups.items()):
         harmless = [r for r in group if r["label"] == "harmless"]
         harmful = [r for r in group if r["label"] == "harmful"]
-        blocked = sum(replay(r, {}) != "allow" for r in harmless)
+        base = _base(policy, args.over_shipped)
+
+        def before(r: dict[str, Any], base: Base = base) -> str:
+            return replay(r, base[0], 2, base[1], base[2])
+
+        def added(items: list[dict[str, Any]]) -> int:  # allowed before, sent to review by the options
+            return sum(
+                before(r) == "allow" and replay(r, dissent, 2, short, seconded) == "review" for r in items
+            )
+
+        blocked = sum(before(r) != "allow" for r in harmless)
         early = sum(r["precheck"] == "harmful" for r in harmless)
-        cost = sum(
-            replay(r, {}) == "allow" and replay(r, dissent, 2, short, seconded) == "review" for r in harmless
+        allowed = sum(before(r) == "allow" for r in harmful)
+        row = (
+            policy,
+            split,
+            len(harmless),
+            blocked,
+            early,
+            added(harmless),
+            len(harmful),
+            allowed,
+            added(harmful),
         )
-        allowed = sum(replay(r, {}) == "allow" for r in harmful)
-        gain = sum(
-            replay(r, {}) == "allow" and replay(r, dissent, 2, short, seconded) == "review" for r in harmful
-        )
-        row = (policy, split, len(harmless), blocked, early, cost, len(harmful), allowed, gain)
         print("{:18} {:22} {:8d} {:8d} {:9d} {:9d} {:8d} {:8d} {:9d}".format(*row))
     if args.lost:
         _print_lost(groups)
@@ -242,6 +270,12 @@ def main() -> None:
     table.add_argument("--seconds", nargs="*", help="detector=min_score pairs that second them")
     table.add_argument("--seconded-up-to", type=int, help="the seconded dissent's up_to_bytes")
     table.add_argument("--lost", action="store_true", help="list the scores of losing harmful votes")
+    table.add_argument(
+        "--over-shipped",
+        action="store_true",
+        help="count from each policy's shipped dissent options, not from none: blocked, allowed and"
+        " what goes to review are then those of the shipped policy and what the options add to it",
+    )
     args = parser.parse_args()
     (votes_command if args.command == "votes" else table_command)(args)
 
