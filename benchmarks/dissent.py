@@ -135,9 +135,8 @@ def replay(
             score=v["score"],
             coverage=Coverage.full(int(row.get("bytes", 1))),
             windows=tuple(
-                ScoredWindow(view=view, start=start, end=end, logit=0.0, score=score)
-                for view, start, end, *rest in v.get("places", ())
-                for score in (rest[0] if rest else 0.0,)
+                ScoredWindow(view=view, start=start, end=end, logit=0.0, score=(*score, 0.0)[0])
+                for view, start, end, *score in v.get("places", ())  # files of before 2026-12-01: no score
             ),
         )
         for v in row["votes"]

@@ -112,11 +112,7 @@ def _dissenter(
     votes: Sequence[Vote], counted: set[str], dissent: Mapping[str, float], short: Sequence[ShortDissent] = ()
 ) -> str | None:
     """``name harmful at score >= min`` for the first counted harmful vote confident enough."""
-    done: set[str] = set()
-    for vote in votes:
-        if vote.detector in done or vote.detector not in counted:
-            continue
-        done.add(vote.detector)
+    for vote in _first_votes(votes, counted).values():
         if not vote.valid or vote.verdict != "harmful" or vote.score is None or vote.coverage is None:
             continue
         tier = next(
@@ -131,13 +127,20 @@ def _dissenter(
     return None
 
 
+def _first_votes(votes: Sequence[Vote], counted: set[str]) -> dict[str, Vote]:
+    """Each counted detector's first vote, in order: the one the tally read (a later duplicate is
+    not counted, valid or not)."""
+    first: dict[str, Vote] = {}
+    for vote in votes:
+        if vote.detector in counted:
+            first.setdefault(vote.detector, vote)
+    return first
+
+
 def _seconded(votes: Sequence[Vote], counted: set[str], rule: SecondedDissent, slack: int) -> str | None:
     """``name harmful at score, seconded by other at score`` for the first counted harmful vote
     of ``rule.scores`` that names a place another counted vote names at its ``rule.seconds``."""
-    first: dict[str, Vote] = {}
-    for vote in votes:
-        if vote.detector in counted and vote.valid:
-            first.setdefault(vote.detector, vote)
+    first = {name: vote for name, vote in _first_votes(votes, counted).items() if vote.valid}
     for name, vote in first.items():
         least = rule.scores.get(name)
         if least is None or vote.verdict != "harmful" or vote.score is None or vote.score < least:
