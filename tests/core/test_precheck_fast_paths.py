@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import worker.core.decode as decode
 import worker.core.diff as diff_module
+import worker.core.diff_layers as diff_layers
 import worker.core.normalize as normalize
 import worker.core.payloads as payloads
 import worker.core.precheck as precheck
@@ -157,7 +158,7 @@ def slow_paths() -> ExitStack:
     stack.enter_context(mock.patch.object(Matcher, "_matches", reference_matches))
     stack.enter_context(mock.patch.object(payloads, "_maybe_text", every_run_maybe_text))
     stack.enter_context(mock.patch.object(precheck, "unglue_escapes", reference_unglue))
-    stack.enter_context(mock.patch.object(precheck, "sentence_spans", reference_sentence_spans))
+    stack.enter_context(mock.patch.object(diff_layers, "sentence_spans", reference_sentence_spans))
     stack.enter_context(mock.patch.object(Matcher, "_search_from", reference_search_from))
     stack.enter_context(mock.patch.object(precheck, "_reads", every_layer_read))
     stack.enter_context(mock.patch.object(diff_module, "SMALL_DIFF", -1))

@@ -1167,7 +1167,7 @@ def test_ordinary_added_lines_raise_no_vote(lines):
 def test_a_removed_line_keeps_its_marker_and_a_plus_inside_a_line_stays():
     """Only the marker at a line's start is read as a space: ``unmarked`` keeps the length, a
     removed line's ``-`` and every ``+`` inside a line."""
-    from worker.core.precheck import unmarked
+    from worker.core.diff_layers import unmarked
 
     window = b"+added\n-removed\n a + b\n+ +x\n"
     shown = unmarked(window)

@@ -46,12 +46,12 @@ from itertools import chain
 
 from worker.core.decode import decode_layers, iter_decoded, json_text
 from worker.core.diff import Diff, parse_diff
+from worker.core.diff_layers import added_layer, literal_layer, unmarked
 from worker.core.matcher import Placed
 from worker.core.models import Evidence, PrecheckResult, Span
-from worker.core.normalize import Compose, Layer, PieceBuilder, normalize
+from worker.core.normalize import Layer, normalize
 from worker.core.paths import path_matches
 from worker.core.policy import HarmPolicy
-from worker.core.prose import is_code, sentence_spans
 from worker.core.ruleset import CHECKS, MAX_MATCH, CheckContext, CompiledRuleset, Hit, Rule, policy_rulesets
 from worker.core.segment import segment_spans
 
@@ -259,17 +259,6 @@ def unglue_escapes(chunk: bytes) -> bytes:
 _ESCAPE = re.compile(rb"\\[nrt]")
 
 
-def unmarked(window: bytes, at_line_start: bool = True) -> bytes:
-    """A diff's text with the ``+`` that marks each added line read as a space (same length, same
-    offsets), so a rule reads an added line as the line it adds: ``^User:``, ``Ignore all previous
-    instructions`` at the start of a line, as on a context line. A removed line keeps its ``-``
-    (``at_line_start``: whether ``window`` starts a line)."""
-    shown = window.replace(b"\n+", b"\n ")
-    if at_line_start and shown[:1] == b"+":
-        shown = b" " + shown[1:]
-    return shown
-
-
 def _scan_window(
     data: bytes, start: int, end: int, diff: Diff | None, rulesets: Sequence[CompiledRuleset], scan: Scan
 ) -> None:
@@ -322,8 +311,8 @@ def _layers(
     yield text, "text"
     if diff is not None:
         if _reads(read, _SCOPES["added", True]):
-            yield _added_layer(window, start, end, diff), "added"
-        literals = _literal_layer(window, start, end, diff) if _reads(read, _SCOPES["prose", True]) else None
+            yield added_layer(window, start, end, diff), "added"
+        literals = literal_layer(window, start, end, diff) if _reads(read, _SCOPES["prose", True]) else None
         if literals is not None:
             yield literals, "prose"
     del window
@@ -366,38 +355,3 @@ def _record(hits: Iterator[Hit], layer: Layer, scopes: frozenset[str], scan: Sca
 def _in_files(globs: tuple[str, ...], diff: Diff, offset: int) -> bool:
     found = diff.file_at(offset)
     return found is not None and path_matches(found.path, globs)
-
-
-def _added_layer(window: bytes, start: int, end: int, diff: Diff) -> Layer:
-    """The diff's added lines within ``[start, end)`` (``window`` holds those bytes of the artifact,
-    escapes unglued), ``+`` markers blanked, normalized, mapped back."""
-    builder = PieceBuilder()
-    for s, e in diff.added_runs(start, end):
-        builder.add(unmarked(window[s - start : e - start]), s, e, True)
-    raw, pieces = builder.build()
-    norm = normalize(raw)
-    return Layer("added", norm.data, Compose(norm.offsets, pieces))
-
-
-def _literal_layer(window: bytes, start: int, end: int, diff: Diff) -> Layer | None:
-    """The sentence-like string literals on the diff's added code lines within ``[start, end)``, one
-    a line, without their quotes (``window`` holds those bytes, escapes unglued); None if none."""
-    builder = PieceBuilder()
-    runs = diff.added_runs(start, end)
-    # the runs' files in one search, and each run read in place in the window: a file lookup and a
-    # copy of every added run were 4 % of malicious-package's time on real diffs
-    for (s, e), index in zip(runs, diff.file_indices([s for s, _ in runs]), strict=True):
-        lo, hi = s - start, e - start
-        if index < 0 or not is_code(diff.files[index].path) or not _has_quote(window, lo, hi):
-            continue
-        for a, b in sentence_spans(window, lo, hi):  # the closing quote reads as a break
-            builder.add(window[a:b] + b"\n", start + a, start + b + 1, True)
-    if not builder.size:
-        return None
-    raw, pieces = builder.build()
-    norm = normalize(raw)
-    return Layer("prose", norm.data, Compose(norm.offsets, pieces))
-
-
-def _has_quote(window: bytes, lo: int, hi: int) -> bool:
-    return window.find(b'"', lo, hi) >= 0 or window.find(b"'", lo, hi) >= 0 or window.find(b"`", lo, hi) >= 0
