@@ -1,6 +1,6 @@
 """The pre-check's evidence on every labelled record and cached real diff, to compare two checkouts.
 
-    python benchmarks/precheck_evidence.py --out FILE [--cache ~/.cache/canary-releases] [--limit N]
+    python benchmarks/precheck_evidence.py --out FILE [--cache ~/.cache/canary-releases] [--corpus] [--limit N]
     python benchmarks/precheck_evidence.py --compare BEFORE AFTER
 
 A speed or memory change to the pre-check must not change what it finds. ``--out`` runs
@@ -9,7 +9,9 @@ of the train and dev splits of both datasets (gzip JSON lines, read as data: the
 records are malware source as text, never run) and on every ``*.diff`` in ``--cache`` (the real
 release diffs ``real_releases.py`` keeps), and writes one JSON line per (record, policy): verdict,
 score, evidence (rule, span, layer, weight) and signals, keyed by dataset and record id or diff
-name. It writes no artifact text. ``--compare`` reads two such files (e.g. one from a worktree of
+name; with ``--corpus``, also on every record of the committed training corpus
+(``worker/training/corpus/data/*.jsonl.gz``: its 576 stretches of real release diffs are there on
+a machine with no release cache). It writes no artifact text. ``--compare`` reads two such files (e.g. one from a worktree of
 main, one from the change) and prints how many results were compared and each that differs;
 exit 1 when any differs or is missing.
 """
@@ -27,19 +29,24 @@ import harness
 POLICIES = ("prompt-injection", "malicious-package")
 SPLITS = ("train", "dev")
 DEFAULT_CACHE = Path.home() / ".cache" / "canary-releases"
+CORPUS = harness.ROOT / "worker" / "training" / "corpus" / "data"
 
 
-def inputs(cache: Path) -> Iterator[tuple[str, bytes]]:
-    """``(key, bytes)`` of every labelled record, then of every cached real diff."""
+def inputs(cache: Path, corpus: bool = False) -> Iterator[tuple[str, bytes]]:
+    """``(key, bytes)`` of every labelled record, then of every cached real diff, then (``corpus``)
+    of every record of the committed training corpus."""
     for dataset in POLICIES:
         for split in SPLITS:
             for record in harness.read_records(harness.split_path(dataset, split)):
                 yield f"{dataset}/{split}#{record['id']}", record["text"].encode("utf-8")
     for path in sorted(cache.glob("*.diff")) if cache.is_dir() else []:
         yield f"releases/{path.name}", path.read_bytes()
+    for path in sorted(CORPUS.glob("*.jsonl.gz")) if corpus else []:
+        for record in harness.read_records(path):
+            yield f"corpus/{path.name}#{record['id']}", record["text"].encode("utf-8")
 
 
-def write(out: Path, cache: Path, limit: int) -> None:
+def write(out: Path, cache: Path, limit: int, corpus: bool = False) -> None:
     from policies.loader import load_policy
     from worker.core.precheck import run_precheck
 
@@ -47,7 +54,7 @@ def write(out: Path, cache: Path, limit: int) -> None:
     count = size = 0
     started = time.process_time()
     with out.open("w", encoding="utf-8") as sink:
-        for n, (key, data) in enumerate(inputs(cache)):
+        for n, (key, data) in enumerate(inputs(cache, corpus)):
             if limit and n >= limit:
                 break
             for name, policy in policies.items():
@@ -87,6 +94,7 @@ def main() -> None:
     parser = harness.arguments(__doc__)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--corpus", action="store_true", help="also the committed training corpus")
     parser.add_argument("--limit", type=int, default=0, help="the first N inputs only")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     args = parser.parse_args()
@@ -95,7 +103,7 @@ def main() -> None:
     if args.out is None:
         parser.error("--out or --compare")
     print(harness.machine_line())
-    write(args.out, args.cache, args.limit)
+    write(args.out, args.cache, args.limit, args.corpus)
 
 
 if __name__ == "__main__":
