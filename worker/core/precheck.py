@@ -229,6 +229,11 @@ _SCOPES = {  # layer kind -> rule scopes that apply to it (diff / not a diff)
     ("prose", True): frozenset({"any", "text", "added"}),
 }
 TRANSPORT_LAYERS = frozenset({"quoted-printable", "mime-base64", "html-text", "json-text"})
+# the scopes of rules that read a diff's decoded layers wherever their encoded run sits; with none
+# in a policy (malicious-package), a diff's decoded layers are those of its added lines alone: scope
+# ``added`` keeps only hits there, and the context and removed lines were decoded for hits all
+# discarded (and their payloads noted as signals of a release that did not add them)
+_WHOLE_DECODED = _SCOPES["decoded", True] - {"added"}
 
 
 def is_transport(layer_name: str) -> bool:
@@ -290,7 +295,7 @@ def _scan_window(
 
 def _reads(rule_scopes: frozenset[str], layer_scopes: frozenset[str]) -> bool:
     """Whether rules of ``rule_scopes`` read a layer that rules of ``layer_scopes`` read: a layer no
-    rule reads is neither built nor scanned (under malicious-package every rule but two reads a
+    rule reads is neither built nor scanned (under malicious-package every pattern rule reads a
     diff's added lines only, and its whole text was scanned for hits all discarded)."""
     return not rule_scopes.isdisjoint(layer_scopes)
 
@@ -309,16 +314,20 @@ def _layers(
         scan.signals.setdefault(name, span)
     text = Layer("text", main.data, main.offsets)
     yield text, "text"
+    encoded = text  # the layer whose encoded runs are decoded
     if diff is not None:
         if _reads(read, _SCOPES["added", True]):
-            yield added_layer(window, start, end, diff), "added"
+            added = added_layer(window, start, end, diff)
+            yield added, "added"
+            if read.isdisjoint(_WHOLE_DECODED):
+                encoded = added  # every rule that reads a decoded layer reads only what the diff adds
         literals = literal_layer(window, start, end, diff) if _reads(read, _SCOPES["prose", True]) else None
         if literals is not None:
             yield literals, "prose"
     del window
     if data[:64].lstrip()[:1] in (b"{", b"[") and (strings := json_text(text)) is not None:
         yield strings, "transport"  # a JSON artifact: its strings as they read
-    for layer in chain(iter_decoded(text), *((h, *decode_layers(h)) for h in main.hidden)):
+    for layer in chain(iter_decoded(encoded), *((h, *decode_layers(h)) for h in main.hidden)):
         if is_transport(layer.name):
             yield layer, "transport"
             continue
