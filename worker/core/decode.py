@@ -17,6 +17,7 @@ hex digests (binary once decoded). Only payloads that decode to text are kept.
 
 from __future__ import annotations
 
+import csv
 import html
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -36,7 +37,7 @@ from worker.core.normalize import (
 from worker.core.payloads import Payload, encoded_runs
 from worker.core.references import NUMERIC_REFERENCE, SPELLED_LETTERS, is_letter
 
-__all__ = ["decode_layers", "iter_decoded", "json_text"]
+__all__ = ["csv_delimiter", "csv_text", "decode_layers", "iter_decoded", "json_text"]
 
 
 _ROT13 = bytes.maketrans(
@@ -247,3 +248,52 @@ def _json_unescape(escape: re.Match[bytes]) -> bytes:
         code = int(escape.group(1), 16)
         return b" " if 0xD800 <= code <= 0xDFFF else chr(code).encode("utf-8")  # lone surrogate halves
     return _JSON_SIMPLE[escape.group(2)]
+
+
+# A CSV document (an export, a tool's table): fields split by a delimiter, and a field that holds the
+# delimiter, a quote or a line break written between quotes, a quote inside it doubled. A field is a
+# text of its own: read as it stands, a comment's first word follows the author's name and a comma
+# (no sentence starts there), and every quoted field reads as a quotation, so a rule that skips
+# quoted text (``unquoted``) skipped every comment of a ticket export with a comma in it.
+_CSV_DELIMITERS = b",;\t"
+CSV_SNIFF_BYTES = 8192  # how much of an artifact's start tells whether it is a CSV document
+
+
+def csv_delimiter(data: bytes) -> bytes | None:
+    """The delimiter of ``data`` if it starts as a CSV document, else None: a header of two fields or
+    more, split by the delimiter (``,`` ``;`` or tab) that line holds most of and mostly without a
+    space after it, then at least two rows, four in five of which have as many fields (the rows in
+    the first :data:`CSV_SNIFF_BYTES`, the last one cut there not counted). Code, prose and JSON do
+    not read so: their lines' commas do not line up, or a space follows them."""
+    head = data[:CSV_SNIFF_BYTES]
+    first = head.split(b"\n", 1)[0]
+    if not first.strip() or first.lstrip()[:1] in (b"{", b"[", b"<", b"#"):
+        return None
+    delimiter = bytes([max(_CSV_DELIMITERS, key=first.count)])
+    if delimiter not in first or first.count(delimiter + b" ") * 2 > first.count(delimiter):
+        return None  # prose puts a space after its commas, a CSV writer does not
+    lines = head.decode("utf-8", errors="replace").splitlines()
+    rows = [row for row in csv.reader(lines, delimiter=delimiter.decode()) if row]
+    if len(data) > CSV_SNIFF_BYTES:
+        rows = rows[:-1]
+    if len(rows) < 3 or len(rows[0]) < 2:
+        return None
+    body = rows[1:]
+    return delimiter if sum(len(row) == len(rows[0]) for row in body) * 5 >= len(body) * 4 else None
+
+
+def csv_text(raw: bytes, base: int, delimiter: bytes) -> Layer:
+    """A CSV document (``raw``, found at byte ``base`` of the original) read as its fields, each on a
+    line of its own: every ``delimiter`` and every quote around a field a line break (a field starts
+    its text as a line does), doubled quotes read as one (a ``"`` and a space). Rewritten before it
+    is normalized, as the main layer is: normalizing turns a tab into a space."""
+    d = re.escape(delimiter)
+    field = re.compile(rb"(?<![^" + d + rb'\n])"((?:[^"]|"")*)"(?=[' + d + rb"\r\n]|\Z)|" + d)
+    read = normalize(field.sub(_csv_field, raw), base=base)  # the same length: every byte keeps its place
+    return Layer("csv-text", read.data, read.offsets, 1)
+
+
+def _csv_field(token: re.Match[bytes]) -> bytes:
+    if token.group(1) is None:
+        return b"\n"  # a delimiter
+    return b"\n" + token.group(1).replace(b'""', b'" ') + b"\n"

@@ -44,7 +44,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
-from worker.core.decode import decode_layers, iter_decoded, json_text
+from worker.core.decode import csv_delimiter, csv_text, decode_layers, iter_decoded, json_text
 from worker.core.diff import Diff, parse_diff
 from worker.core.diff_layers import added_layer, literal_layer, unmarked
 from worker.core.matcher import Placed
@@ -228,7 +228,7 @@ _SCOPES = {  # layer kind -> rule scopes that apply to it (diff / not a diff)
     # in a string constant is prose the agent reads, not a quotation (``unquoted`` rules see it)
     ("prose", True): frozenset({"any", "text", "added"}),
 }
-TRANSPORT_LAYERS = frozenset({"quoted-printable", "mime-base64", "html-text", "json-text"})
+TRANSPORT_LAYERS = frozenset({"quoted-printable", "mime-base64", "html-text", "json-text", "csv-text"})
 # the scopes of rules that read a diff's decoded layers wherever their encoded run sits; with none
 # in a policy (malicious-package), a diff's decoded layers are those of its added lines alone: scope
 # ``added`` keeps only hits there, and the context and removed lines were decoded for hits all
@@ -324,9 +324,11 @@ def _layers(
         literals = literal_layer(window, start, end, diff) if _reads(read, _SCOPES["prose", True]) else None
         if literals is not None:
             yield literals, "prose"
-    del window
     if data[:64].lstrip()[:1] in (b"{", b"[") and (strings := json_text(text)) is not None:
         yield strings, "transport"  # a JSON artifact: its strings as they read
+    elif diff is None and (delimiter := csv_delimiter(data)) is not None:
+        yield csv_text(window, start, delimiter), "transport"  # a CSV document: its fields as they read
+    del window
     for layer in chain(iter_decoded(encoded), *((h, *decode_layers(h)) for h in main.hidden)):
         if is_transport(layer.name):
             yield layer, "transport"
