@@ -53,6 +53,28 @@ def test_short_long_and_unbroken_text_adds_no_paragraph_window() -> None:
     assert [e - s for s, e in paragraph_spans(text, 100, 512)] == [200, 150]
 
 
+def log(order: bytes) -> bytes:
+    """A service's log: lines with no blank line between them, the order one of them."""
+    return (
+        b"".join(b"2026-03-01T00:00:%02dZ INFO [api] " % n + b"x" * 60 + b"\n" for n in range(6))
+        + order
+        + b"\n"
+    )
+
+
+def test_a_line_of_a_text_without_blank_lines_is_read_alone() -> None:
+    """In a log (lines, no blank line) each long line is a paragraph: the order is found, and the vote
+    names that line's bytes; a text of one line is left to its windows."""
+    data = log(b"h" * 320)
+    assert scored_answer(data, ShareModel(), 0.9).output == HARMLESS
+    answer = scored_answer(data, ShareModel(), 0.9, paragraphs=300)
+    assert answer.output == HARMFUL
+    best = answer.windows[0]
+    assert data[best.start : best.end] == b"h" * 320
+    assert list(paragraph_spans(b"h" * 320 + b"\n", 300, 512)) == []
+    assert list(paragraph_spans(log(b"h" * 120), 300, 512)) == []  # every line under the minimum
+
+
 def test_views_past_the_limit_are_read_in_windows_only() -> None:
     """Paragraphs are read in texts of up to PARAGRAPH_VIEW_BYTES; longer ones in windows alone."""
     short, long = ShareModel(), ShareModel()

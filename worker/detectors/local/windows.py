@@ -239,13 +239,17 @@ _PARAGRAPH_BREAK = re.compile(rb"\n[ \t+]*\n\s*")  # a blank line (in a diff: a 
 
 def paragraph_spans(data: bytes, shortest: int, longest: int) -> Iterator[tuple[int, int]]:
     """``[start, end)`` of each paragraph of ``data`` (text between blank lines) of ``shortest`` to
-    ``longest`` bytes; nothing for text without a blank line, which its windows read whole.
+    ``longest`` bytes. A text of several lines and no blank line (a service's log, a CSV export, a
+    tool's table) is a list of records: each line is its paragraph. One line alone is left to the
+    windows, which read it whole.
 
     A fixed window holds whatever surrounds a passage: an order of 300 bytes between an issue's
     title and its first comment is read diluted by both (the n-grams are normalised over the
     window), or cut in two. Read as a paragraph of its own as well, it scores as it would alone.
     Short paragraphs (headings, one-liners) are left to the windows: alone, they score far more
-    extreme than the windows a model's threshold and null were fitted on."""
+    extreme than the windows a model's threshold and null were fitted on. A log's line of an order
+    among other lines is read diluted by them the same way (train's attacks planted in 2 KB logs and
+    CSV exports, the lexical model alone: 233 -> 240 of 300 caught once lines are read so)."""
     start = 0
     for match in _PARAGRAPH_BREAK.finditer(data):
         if shortest <= match.start() - start <= longest:
@@ -253,6 +257,13 @@ def paragraph_spans(data: bytes, shortest: int, longest: int) -> Iterator[tuple[
         start = match.end()
     if start and shortest <= len(data) - start <= longest:
         yield start, len(data)
+    if not start and b"\n" in data.strip():  # lines without a blank one between: each a record
+        for match in _LINE.finditer(data):
+            if shortest <= match.end() - match.start() <= longest:
+                yield match.start(), match.end()
+
+
+_LINE = re.compile(rb"[^\n]+")
 
 
 class WindowedModelDetector:
