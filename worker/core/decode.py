@@ -21,6 +21,7 @@ import csv
 import html
 import re
 from collections.abc import Callable, Iterable, Iterator
+from functools import cache
 
 import numpy as np
 
@@ -287,10 +288,16 @@ def csv_text(raw: bytes, base: int, delimiter: bytes) -> Layer:
     line of its own: every ``delimiter`` and every quote around a field a line break (a field starts
     its text as a line does), doubled quotes read as one (a ``"`` and a space). Rewritten before it
     is normalized, as the main layer is: normalizing turns a tab into a space."""
-    d = re.escape(delimiter)
-    field = re.compile(rb"(?<![^" + d + rb'\n])"((?:[^"]|"")*)"(?=[' + d + rb"\r\n]|\Z)|" + d)
-    read = normalize(field.sub(_csv_field, raw), base=base)  # the same length: every byte keeps its place
+    read = normalize(_csv_tokens(delimiter).sub(_csv_field, raw), base=base)  # same length: same places
     return Layer("csv-text", read.data, read.offsets, 1)
+
+
+@cache
+def _csv_tokens(delimiter: bytes) -> re.Pattern[bytes]:
+    """A quoted field (at a field's start, up to the quote before a delimiter or a line's end), or a
+    delimiter."""
+    d = re.escape(delimiter)
+    return re.compile(rb"(?<![^" + d + rb'\n])"((?:[^"]|"")*)"(?=[' + d + rb"\r\n]|\Z)|" + d)
 
 
 def _csv_field(token: re.Match[bytes]) -> bytes:
