@@ -352,6 +352,31 @@ def test_sentence_literals_read_in_place_match_those_of_a_copy(text, start, end)
     assert list(prose.sentence_spans(text, start, end)) == list(reference_sentence_spans(text, start, end))
 
 
+def reference_csv_text(raw: bytes, base: int, delimiter: bytes) -> tuple[bytes, list[tuple[int, int]]]:
+    """The CSV layer as one token substitution: each quoted field (tried as an alternation at every
+    byte) or delimiter replaced by a callback; its text and each byte's span in the original."""
+    d = re.escape(delimiter)
+    tokens = re.compile(rb"(?<![^" + d + rb'\n])"((?:[^"]|"")*)"(?=[' + d + rb"\r\n]|\Z)|" + d)
+
+    def field(token: re.Match[bytes]) -> bytes:
+        if token.group(1) is None:
+            return b"\n"
+        return b"\n" + token.group(1).replace(b'""', b'" ') + b"\n"
+
+    read = normalize.normalize(tokens.sub(field, raw), base=base)
+    return read.data, [read.offsets.span(i, i + 1) for i in range(len(read.data))]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet='"a ,;\t\n\r', max_size=60).map(str.encode), st.sampled_from([b",", b";", b"\t"]))
+def test_csv_fields_match_the_token_substitution(raw, delimiter):
+    """Quoted fields found one by one, the delimiters between them replaced in a pass, read as the
+    per-token substitution reads them, to the byte and its place."""
+    layer = decode.csv_text(raw, 7, delimiter)
+    fast = layer.data, [layer.offsets.span(i, i + 1) for i in range(len(layer.data))]
+    assert fast == reference_csv_text(raw, 7, delimiter)
+
+
 def test_only_single_class_repeats_take_the_run_shortcut():
     """Alternations, groups, ranges of repeats and patterns around a class are left to ``re``."""
     patterns = [

@@ -288,19 +288,22 @@ def csv_text(raw: bytes, base: int, delimiter: bytes) -> Layer:
     line of its own: every ``delimiter`` and every quote around a field a line break (a field starts
     its text as a line does), doubled quotes read as one (a ``"`` and a space). Rewritten before it
     is normalized, as the main layer is: normalizing turns a tab into a space."""
-    read = normalize(_csv_tokens(delimiter).sub(_csv_field, raw), base=base)  # same length: same places
+    # One step per quoted field, the delimiters between them replaced in one pass each; a callback
+    # per delimiter, and a field pattern that tried an alternation at every byte, made the
+    # pre-check of a 150 KB export 7x slower than before the export was read as its fields.
+    parts: list[bytes] = []
+    at = 0
+    for field in _quoted_fields(delimiter).finditer(raw):
+        inner = field.group(1).replace(b'""', b'" ')
+        parts += (raw[at : field.start()].replace(delimiter, b"\n"), b"\n", inner, b"\n")
+        at = field.end()
+    parts.append(raw[at:].replace(delimiter, b"\n"))
+    read = normalize(b"".join(parts), base=base)  # the same length as ``raw``: every byte keeps its place
     return Layer("csv-text", read.data, read.offsets, 1)
 
 
 @cache
-def _csv_tokens(delimiter: bytes) -> re.Pattern[bytes]:
-    """A quoted field (at a field's start, up to the quote before a delimiter or a line's end), or a
-    delimiter."""
+def _quoted_fields(delimiter: bytes) -> re.Pattern[bytes]:
+    """A quoted field: at a field's start, up to the quote before a delimiter or a line's end."""
     d = re.escape(delimiter)
-    return re.compile(rb"(?<![^" + d + rb'\n])"((?:[^"]|"")*)"(?=[' + d + rb"\r\n]|\Z)|" + d)
-
-
-def _csv_field(token: re.Match[bytes]) -> bytes:
-    if token.group(1) is None:
-        return b"\n"  # a delimiter
-    return b"\n" + token.group(1).replace(b'""', b'" ') + b"\n"
+    return re.compile(rb"(?<![^" + d + rb'\n])"([^"]*(?:""[^"]*)*)"(?=[' + d + rb"\r\n]|\Z)")
