@@ -460,6 +460,42 @@ def test_appending_to_a_shell_rc_file_is_persistence_in_code_not_in_docs(path, p
     assert ("mp.persistence" in found) is persists
 
 
+@pytest.mark.parametrize(
+    ("body", "reads"),
+    [
+        ('path = os.path.join(base, "Google", "Chrome", "User Data", "Local State")', True),
+        ("shutil.copy2(profile + '\\\\Login Data', tmp)", True),
+        ("const db = path.join(home, 'Local Storage/leveldb');", True),
+        ("key = json.load(open(root + '/Local State'))['os_crypt']['encrypted_key']", True),
+        ('    """We never write a manifest based on local state, only confirmed uploads."""', False),
+        ("        # Keep state in per-thread local storage", False),
+        ("    # Support fiber-safe thread-local storage for the compiler", False),
+        ("// Web data is fetched lazily and cached in memory", False),
+    ],
+)
+def test_a_browser_store_is_a_file_name_not_a_phrase(body, reads):
+    """Chrome's "Local State" or "Login Data" read as a path is evidence; the phrase in prose is not."""
+    # A sync daemon's docstring ("based on local state") and requests' own comment ("per-thread
+    # local storage") counted as browser credential theft.
+    found = {e.rule_id for e in run_precheck(new_file("pkg/store.py", body), POLICY).evidence}
+    assert ("mp.creds.browser-discord" in found) is reads
+
+
+@pytest.mark.parametrize(
+    ("body", "decodes"),
+    [
+        ("exec(zlib.decompress(base64.b64decode(BLOB)))", True),
+        ("code = lzma.decompress(payload)", True),
+        ("d = zlib.decompressobj(16 + zlib.MAX_WBITS)", False),
+        ("self._decoder = lzma.LZMADecompressor()", False),
+    ],
+)
+def test_a_one_shot_decompress_is_decoding_a_stream_reader_is_not(body, decodes):
+    """zlib.decompress(blob) unpacks embedded data; zlib.decompressobj() reads an HTTP body in chunks."""
+    found = {e.rule_id for e in run_precheck(new_file("pkg/fetch.py", body), POLICY).evidence}
+    assert ("mp.obfuscation.decode-call" in found) is decodes
+
+
 def test_pth_file_running_decoded_code_is_evidence():
     """A .pth import line that decodes or fetches what it runs is the strong .pth rule."""
     result = run_precheck(new_file("x.pth", "import base64; exec(base64.b64decode(P))"), POLICY)
