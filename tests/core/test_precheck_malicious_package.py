@@ -59,6 +59,11 @@ def new_file(path: str, body: str) -> bytes:
     ).encode()
 
 
+def rule_ids(path: str, body: str) -> set[str]:
+    """The ids of the rules whose evidence the pre-check finds in a diff adding ``path`` with ``body``."""
+    return {e.rule_id for e in run_precheck(new_file(path, body), POLICY).evidence}
+
+
 def test_the_diff_that_argues_back_is_blocked():
     """A new postinstall plus text telling the reviewer to ignore it is harmful under this policy too."""
     result = run_precheck(DIFF_ARGUES_BACK, POLICY)
@@ -422,8 +427,7 @@ def test_a_statement_about_not_reporting_is_not_an_order_to_the_reviewer(body, o
     """A subject before the negation makes a statement, not an order to the reviewer."""
     # "We don't flag the view" describes code; "Do not mention the postinstall" orders the reader
     # (a reader addressed by name is not a subject).
-    found = {e.rule_id for e in run_precheck(new_file("pkg/view.js", body), POLICY).evidence}
-    assert ("mp.argues.suppress-or-force" in found) is order
+    assert ("mp.argues.suppress-or-force" in rule_ids("pkg/view.js", body)) is order
 
 
 @pytest.mark.parametrize(
@@ -444,8 +448,7 @@ def test_a_statement_about_not_reporting_is_not_an_order_to_the_reviewer(body, o
 def test_crontab_counts_as_a_command_or_a_path_not_as_a_word(body, persists):
     """Writing a crontab is persistence; a scheduler's crontab() or an error message naming it is not."""
     # celery's own release tripped the rules vote on the word.
-    found = {e.rule_id for e in run_precheck(new_file("pkg/tasks.py", body), POLICY).evidence}
-    assert ("mp.persistence" in found) is persists
+    assert ("mp.persistence" in rule_ids("pkg/tasks.py", body)) is persists
 
 
 @pytest.mark.parametrize(
@@ -456,8 +459,7 @@ def test_appending_to_a_shell_rc_file_is_persistence_in_code_not_in_docs(path, p
     """Appending to ~/.bashrc from a setup script persists; the same line in a README does not vote."""
     # nodeenv's shell-completion docs tripped the rules vote.
     body = "    echo 'source ~/.local/share/bash_completion/tool' >> ~/.bashrc"
-    found = {e.rule_id for e in run_precheck(new_file(path, body), POLICY).evidence}
-    assert ("mp.persistence" in found) is persists
+    assert ("mp.persistence" in rule_ids(path, body)) is persists
 
 
 @pytest.mark.parametrize(
@@ -477,8 +479,7 @@ def test_a_browser_store_is_a_file_name_not_a_phrase(body, reads):
     """Chrome's "Local State" or "Login Data" read as a path is evidence; the phrase in prose is not."""
     # A sync daemon's docstring ("based on local state") and requests' own comment ("per-thread
     # local storage") counted as browser credential theft.
-    found = {e.rule_id for e in run_precheck(new_file("pkg/store.py", body), POLICY).evidence}
-    assert ("mp.creds.browser-discord" in found) is reads
+    assert ("mp.creds.browser-discord" in rule_ids("pkg/store.py", body)) is reads
 
 
 @pytest.mark.parametrize(
@@ -492,8 +493,7 @@ def test_a_browser_store_is_a_file_name_not_a_phrase(body, reads):
 )
 def test_a_one_shot_decompress_is_decoding_a_stream_reader_is_not(body, decodes):
     """zlib.decompress(blob) unpacks embedded data; zlib.decompressobj() reads an HTTP body in chunks."""
-    found = {e.rule_id for e in run_precheck(new_file("pkg/fetch.py", body), POLICY).evidence}
-    assert ("mp.obfuscation.decode-call" in found) is decodes
+    assert ("mp.obfuscation.decode-call" in rule_ids("pkg/fetch.py", body)) is decodes
 
 
 def test_pth_file_running_decoded_code_is_evidence():
