@@ -43,11 +43,12 @@ def covered_units(spans: Iterable[tuple[int, int]], total: int) -> int:
         elif not union or start > union[-1][1]:
             union.append((start, end))
         else:  # out of order: merge again from scratch (rare; the union stays short)
-            union = _merged([*union, (start, end)])
+            union = merged_spans([*union, (start, end)])
     return sum(end - start for start, end in union)
 
 
-def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def merged_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[start, end)`` spans sorted, those that overlap or touch joined into one."""
     out: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if out and start <= out[-1][1]:

@@ -52,7 +52,7 @@ from worker.core.normalize import folded_view, writes_disguised
 from worker.core.offsets import Mapped
 from worker.core.prose import diff_prose, prose_pieces
 from worker.core.references import referenced_view, spells_letters
-from worker.core.segment import segment_spans
+from worker.core.segment import merged_spans, segment_spans
 from worker.core.slugs import Deslugged, slug_runs
 
 
@@ -174,14 +174,9 @@ _SOURCE_MAP = re.compile(
 def source_map_bodies(data: bytes) -> list[tuple[int, int]]:
     """The ``[start, end)`` spans of the base64 bodies of the inline source maps in ``data``, in
     order (a body of at least 256 bytes: a short one costs a model nothing)."""
-    found: list[tuple[int, int]] = []
-    at = data.find(b"sourceMappingURL=data:")
-    while at >= 0:
-        match = _SOURCE_MAP.match(data, at)
-        if match is not None:
-            found.append(match.span(1))
-        at = data.find(b"sourceMappingURL=data:", match.end() if match is not None else at + 1)
-    return found
+    if b"sourceMappingURL=data:" not in data:  # a plain find, 3x the regex's speed on a release
+        return []
+    return [match.span(1) for match in _SOURCE_MAP.finditer(data)]
 
 
 def _added(data: bytes) -> bytes | Spliced:
@@ -192,14 +187,8 @@ def _added(data: bytes) -> bytes | Spliced:
     maps = source_map_bodies(data)
     if not maps:
         return _without(data, diff.removed) if len(diff.removed) else data
-    cuts = sorted([(int(start), int(end)) for start, end in diff.removed] + maps)
-    merged: list[list[int]] = []
-    for start, end in cuts:  # a body inside a removed line is cut once
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return _without(data, merged)
+    # a body inside a removed line is cut once
+    return _without(data, merged_spans([(int(start), int(end)) for start, end in diff.removed] + maps))
 
 
 def scanned_views(data: bytes, added_only: bool = False, prose: bool = False) -> Iterator[tuple[str, View]]:
