@@ -20,7 +20,8 @@ the shared contexts of attacks placed in one document, alone and harmless
 (``--witnesses DETECTOR``, worker.training.witnesses), and thresholds chosen for a quorum that
 reads votes passage by passage (``--passages``, worker.training.ensemble), and requests to act on the
 user's accounts placed in tool output with their look-alikes (``--errands``,
-worker.training.corpus.errands).
+worker.training.corpus.errands), and the governance files releases ship, harmless
+(``--governance``, worker.training.corpus.governance).
 Both policies' models read a diff without its removed lines (``added_only``).
 Prompt-injection's semantic head is the order-aware convolutional one
 (``head="conv"``, ``worker.training.conv``): it needs torch (``pip install
@@ -146,6 +147,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "worker.training.corpus.errands)",
     )
     parser.add_argument(
+        "--governance",
+        action="store_true",
+        help="prompt-injection: also train on the governance files releases ship (codes of conduct, "
+        "security policies, contributing guides, AGENTS.md), harmless (an experiment, not the "
+        "shipped recipe: see worker.training.corpus.governance and docs/measurements.md)",
+    )
+    parser.add_argument(
         "--passages",
         action="store_true",
         help="simulate the quorum passage by passage (the policy's quorum.colocate_bytes) when choosing "
@@ -200,7 +208,7 @@ def recipe_corpus(datasets: Path, policy: str, args: argparse.Namespace | None =
     if args.clean_contexts:
         train = with_clean_contexts(train, datasets, policy, "train")
     train = with_code_negatives(train, datasets, policy, "train", prose=args.prose_negatives)
-    extra = extra_corpus(policy, errands=args.errands)
+    extra = extra_corpus(policy, errands=args.errands, governance=args.governance)
     long = long_mask(extra)
     prose = [t for t, is_long in zip(extra.texts, long, strict=True) if is_long]
     prose_groups = [g for g, is_long in zip(extra.groups, long, strict=True) if is_long]

@@ -77,7 +77,9 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
 # generated injections that steer what the reader says (worker/training/corpus/steering.py); and LLM
 # applications' own prompts in their code, harmless (worker/training/corpus/prompts.py). Not in
 # the shipped recipe (``python -m worker.training --errands`` adds it): requests to act on the user's
-# accounts placed in tool output, and their look-alikes (worker/training/corpus/errands.py).
+# accounts placed in tool output, and their look-alikes (worker/training/corpus/errands.py); nor
+# (``--governance``) the governance files releases ship (codes of conduct, security policies,
+# contributing guides, issue templates, AGENTS.md), harmless (worker/training/corpus/governance.py).
 # The malicious-package models' harmless release diffs of packages no labelled split holds
 # (worker/training/corpus/releases.py), and generated behaviour families with their look-alikes
 # (worker/training/corpus/behaviours.py). Trained on like the policy's train split; dev is never read.
@@ -89,6 +91,7 @@ ERRANDS_FILE = CORPUS_DIR / "errands.jsonl.gz"
 PACKAGES_FILE = CORPUS_DIR / "package-releases.jsonl.gz"
 BEHAVIOURS_FILE = CORPUS_DIR / "package-behaviours.jsonl.gz"
 APP_PROMPTS_FILE = CORPUS_DIR / "app-prompts.jsonl.gz"
+GOVERNANCE_FILE = CORPUS_DIR / "governance.jsonl.gz"
 EXTRA_CORPORA: dict[str, tuple[Path, ...]] = {
     "prompt-injection": (CORPUS_FILE, AGENTS_FILE, STEERING_FILE, APP_PROMPTS_FILE),
     "malicious-package": (PACKAGES_FILE, BEHAVIOURS_FILE),
@@ -99,13 +102,15 @@ LONG_GROUP_PREFIX = "readme-long:"
 RELEASE_GROUP_PREFIX = "release:"
 
 
-def extra_corpus(policy: str, errands: bool = False) -> Corpus:
-    """The policy's committed extra training corpora, joined (empty if it has none); ``errands``:
-    with the prompt-injection errands (not in the shipped recipe)."""
+def extra_corpus(policy: str, errands: bool = False, governance: bool = False) -> Corpus:
+    """The policy's committed extra training corpora, joined (empty if it has none); ``errands``,
+    ``governance``: with the prompt-injection errands, governance files (not in the shipped recipe)."""
     corpus = Corpus(texts=[], labels=[], groups=[], ids=[])
     sources = EXTRA_CORPORA.get(policy, ())
     if errands and policy == "prompt-injection":
         sources = (*sources, ERRANDS_FILE)
+    if governance and policy == "prompt-injection":
+        sources = (*sources, GOVERNANCE_FILE)
     for source in sources:
         corpus = joined(corpus, load_file(source))
     return corpus

@@ -1,4 +1,4 @@
-"""``python -m worker.training.corpus {fetch,build,agents,steering,prompts,errands,packages,behaviours}``: the extra training corpora.
+"""``python -m worker.training.corpus {fetch,build,agents,steering,prompts,errands,governance,packages,behaviours}``: the extra training corpora.
 
 ``fetch`` asks the registries for the READMEs of the most downloaded packages (held-out and
 real-release-sample names dropped first) and diffs the newest release of ``--releases`` of them
@@ -16,7 +16,10 @@ injections that steer what the reader says (``steering.py``); ``prompts`` writes
 ``data/app-prompts.jsonl.gz``, LLM applications' own prompts in their code (``prompts.py``,
 harmless); ``errands`` writes
 ``data/errands.jsonl.gz``, requests to act on the user's accounts placed in tool output, and their
-look-alikes (``errands.py``). ``packages`` writes
+look-alikes (``errands.py``); ``governance`` fetches the governance files (codes of conduct,
+security policies, contributing guides, issue templates, ``AGENTS.md``) of the most popular
+releases into the cache and writes ``data/governance.jsonl.gz``, harmless (``governance.py``).
+``packages`` writes
 ``data/package-releases.jsonl.gz``, the malicious-package models' harmless release diffs, from the
 same cache (``releases.py``), dropping the packages of that policy's labelled splits;
 ``behaviours`` then writes ``data/package-behaviours.jsonl.gz``, generated malicious-package
@@ -33,7 +36,17 @@ import random
 from pathlib import Path
 from typing import Any
 
-from worker.training.corpus import agents, behaviours, build, errands, prompts, registry, releases, steering
+from worker.training.corpus import (
+    agents,
+    behaviours,
+    build,
+    errands,
+    governance,
+    prompts,
+    registry,
+    releases,
+    steering,
+)
 from worker.training.data import CORPUS_FILE, default_datasets_dir, read_records
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -67,6 +80,19 @@ def main(argv: list[str] | None = None) -> None:
     errand_args.add_argument(
         "--reports", action="store_true", help="add reports that quote an errand (harmless)"
     )
+    governance_args = sub.add_parser(
+        "governance", help="fetch the governance files of popular releases and write their records"
+    )
+    governance_args.add_argument("--cache", type=Path, default=build.default_cache())
+    governance_args.add_argument("--datasets-dir", type=Path, default=None)
+    governance_args.add_argument("--pypi-list", type=Path, default=PACKAGE_LISTS / "pypi.tsv")
+    governance_args.add_argument("--npm-list", type=Path, default=PACKAGE_LISTS / "npm.tsv")
+    governance_args.add_argument("--pypi", type=int, default=3500, help="how many PyPI sdists")
+    governance_args.add_argument("--npm", type=int, default=1000, help="how many npm tarballs")
+    governance_args.add_argument(
+        "--covenant", type=Path, default=None, help="contributor_covenant's content/version/ folder"
+    )
+    governance_args.add_argument("--out", type=Path, default=DATA_DIR)
     package_args = sub.add_parser("packages", help="write the malicious-package release diffs from the cache")
     package_args.add_argument("--cache", type=Path, default=build.default_cache())
     package_args.add_argument("--datasets-dir", type=Path, default=None)
@@ -90,6 +116,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.command == "agents":
         write_agents(args.asb, args.out)
+        return
+    if args.command == "governance":
+        write_governance(args)
         return
     if args.command == "packages":
         write_packages(args.cache, args.datasets_dir, args.out)
@@ -142,6 +171,45 @@ def write_packages(cache: Path, datasets_dir: Path | None, out: Path) -> None:
         dropped="the held-out and real-release-sample names (at fetch), and every package of the "
         "malicious-package train and dev splits",
     )
+
+
+def write_governance(args: argparse.Namespace) -> None:
+    """``governance``: fetch (what the cache lacks) the governance files of the most popular
+    releases, add the Contributor Covenant's translations, and write their records and counts."""
+    heldout, samples = build.exclusions(args.datasets_dir)
+    for ecosystem, listing, count in (("pypi", args.pypi_list, args.pypi), ("npm", args.npm_list, args.npm)):
+        names = [
+            n
+            for n in registry.popular(listing, ecosystem, count * 2)
+            if not registry.excluded(ecosystem, n, heldout, samples)
+        ]
+        fetched = governance.fetch_governance(ecosystem, names[:count], args.cache)
+        print(f"{ecosystem}: {fetched} archives read, {count} wanted", flush=True)
+    documents = governance.cached_documents(args.cache)
+    if args.covenant is not None:
+        rng = random.Random(build.SEED)
+        documents += [
+            ("covenant", "contributor-covenant", governance.COVENANT_LICENCE, member, text)
+            for member, text in governance.covenant_documents(args.covenant, rng)
+        ]
+    _write_counted(
+        args.out,
+        "governance",
+        governance.FILE_NAME,
+        governance.governance_records(documents, seed=build.SEED, contested=_blocked_early),
+        command="python -m worker.training.corpus governance --covenant contributor_covenant/content/version",
+        source=f"{governance.SOURCE}: see worker/training/corpus/governance.py",
+        licence="each package's own (its record's license); the Contributor Covenant CC BY 4.0",
+        dropped="the held-out and real-release-sample names, before any request",
+    )
+
+
+def _blocked_early(text: str) -> bool:
+    """Whether prompt-injection's pre-check blocks ``text`` on its own."""
+    from policies.loader import load_policy
+    from worker.core.precheck import run_precheck
+
+    return run_precheck(text.encode("utf-8"), load_policy("prompt-injection")).verdict == "harmful"
 
 
 def write_behaviours(out: Path) -> None:
