@@ -33,15 +33,14 @@ import re
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from worker.training.corpus import package_parts
+from worker.training.corpus import package_parts, registry
 from worker.training.corpus.build import record
-from worker.training.corpus.registry import NPM_LATEST, PYPI_JSON, _classifier_licence
+from worker.training.corpus.registry import PYPI_JSON, classifier_licence
 from worker.training.corpus.releases import line_slice
 from worker.training.data import GOVERNANCE_FILE
 
@@ -92,18 +91,6 @@ def archive_documents(data: bytes, kind: str) -> list[tuple[str, str]]:
     return [(path.split("/", 1)[-1], text) for path, text in found]  # without the archive's top folder
 
 
-def _download(client: httpx.Client, url: str) -> bytes | None:
-    body = bytearray()
-    with client.stream("GET", url) as response:
-        if response.status_code != 200:
-            return None
-        for chunk in response.iter_bytes():
-            body += chunk
-            if len(body) > MAX_ARCHIVE:
-                return None
-    return bytes(body)
-
-
 def _pypi(client: httpx.Client, name: str) -> dict[str, Any] | None:
     response = client.get(PYPI_JSON.format(name=name))
     if response.status_code != 200:
@@ -113,58 +100,30 @@ def _pypi(client: httpx.Client, name: str) -> dict[str, Any] | None:
     if not sdists or (sdists[0].get("size") or 0) > MAX_ARCHIVE:
         return None
     url = str(response.url.join(sdists[0]["url"]))  # a mirror may answer with relative addresses
-    data = _download(client, url)
+    data = registry.download(client, url, MAX_ARCHIVE)
     if data is None:
         return None
     info = meta["info"]
-    licence = info.get("license_expression") or (info.get("license") or "")[:80] or _classifier_licence(info)
+    licence = info.get("license_expression") or (info.get("license") or "")[:80] or classifier_licence(info)
     kind = "zip" if url.endswith(".zip") else "tar"
     return {"name": name, "version": info.get("version") or "", "license": licence,
             "files": archive_documents(data, kind)}  # fmt: skip
 
 
 def _npm(client: httpx.Client, name: str) -> dict[str, Any] | None:
-    response = client.get(NPM_LATEST.format(name=name.replace("/", "%2F")))
-    if response.status_code != 200:
+    found = registry.npm_release(client, name, MAX_ARCHIVE)
+    if found is None:
         return None
-    manifest = response.json()
-    tarball = (manifest.get("dist") or {}).get("tarball")
-    data = _download(client, str(response.url.join(tarball))) if tarball else None
-    if data is None:
-        return None
-    licence = manifest.get("license") or "unknown"
-    if isinstance(licence, dict):
-        licence = licence.get("type", "unknown")
-    return {"name": name, "version": manifest.get("version", ""), "license": str(licence),
-            "files": archive_documents(data, "tar")}  # fmt: skip
+    manifest, tarball = found
+    return {"name": name, "version": manifest.get("version", ""), "license": registry.npm_licence(manifest),
+            "files": archive_documents(tarball, "tar")}  # fmt: skip
 
 
 def fetch_governance(ecosystem: str, names: Iterable[str], cache: Path, workers: int = 8) -> int:
     """Keep each package's governance files in ``cache/governance/<ecosystem>/``; names already
     there (with files, without, or failed) are skipped. Returns how many were asked for."""
-    target = cache / "governance" / ecosystem
-    target.mkdir(parents=True, exist_ok=True)
-    todo = [n for n in names if not (target / _file(n)).exists()]
     getter = _pypi if ecosystem == "pypi" else _npm
-
-    def one(client: httpx.Client, name: str) -> None:
-        try:
-            found = getter(client, name)
-        except (httpx.HTTPError, ValueError, KeyError):
-            found = None
-        (target / _file(name)).write_text(json.dumps(found or {"name": name, "files": []}), encoding="utf-8")
-
-    headers = {"User-Agent": "canary-gate-corpus/1 (training data builder)"}
-    with (
-        httpx.Client(timeout=60, headers=headers, follow_redirects=True) as client,
-        ThreadPoolExecutor(workers) as pool,
-    ):
-        list(pool.map(lambda n: one(client, n), todo))
-    return len(todo)
-
-
-def _file(name: str) -> str:
-    return name.replace("/", "__") + ".json"
+    return registry.cache_each(cache / "governance" / ecosystem, names, getter, {"files": []}, 60, workers)
 
 
 def cached_documents(cache: Path) -> list[tuple[str, str, str, str, str]]:

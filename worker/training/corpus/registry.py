@@ -15,7 +15,7 @@ import io
 import json
 import re
 import tarfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -87,7 +87,7 @@ def _pypi(client: httpx.Client, name: str) -> dict[str, str] | None:
     if response.status_code != 200:
         return None
     info = response.json()["info"]
-    licence = info.get("license_expression") or (info.get("license") or "")[:80] or _classifier_licence(info)
+    licence = info.get("license_expression") or (info.get("license") or "")[:80] or classifier_licence(info)
     return {
         "name": name,
         "version": info.get("version") or "",
@@ -96,38 +96,59 @@ def _pypi(client: httpx.Client, name: str) -> dict[str, str] | None:
     }
 
 
-def _classifier_licence(info: dict[str, Any]) -> str:
+def classifier_licence(info: dict[str, Any]) -> str:
     for classifier in info.get("classifiers") or []:
         if isinstance(classifier, str) and classifier.startswith("License ::"):
             return classifier.rsplit("::", 1)[-1].strip()
     return "unknown"
 
 
-def _npm(client: httpx.Client, name: str) -> dict[str, str] | None:
-    """The README inside the newest release's tarball (this registry serves packuments without one)."""
+def download(client: httpx.Client, url: str, limit: int = MAX_TARBALL) -> bytes | None:
+    """The body at ``url``, or None when it does not answer 200 or grows past ``limit`` bytes."""
+    body = bytearray()
+    with client.stream("GET", url) as response:
+        if response.status_code != 200:
+            return None
+        for chunk in response.iter_bytes():
+            body += chunk
+            if len(body) > limit:
+                return None
+    return bytes(body)
+
+
+def npm_release(
+    client: httpx.Client, name: str, limit: int = MAX_TARBALL
+) -> tuple[dict[str, Any], bytes] | None:
+    """The manifest of ``name``'s newest release and its tarball (a mirror's relative address
+    followed), or None."""
     response = client.get(NPM_LATEST.format(name=name.replace("/", "%2F")))
     if response.status_code != 200:
         return None
     manifest = response.json()
     tarball = (manifest.get("dist") or {}).get("tarball")
-    if not tarball:
-        return None
-    body = bytearray()
-    with client.stream("GET", tarball) as download:
-        if download.status_code != 200:
-            return None
-        for chunk in download.iter_bytes():
-            body += chunk
-            if len(body) > MAX_TARBALL:
-                return None
+    data = download(client, str(response.url.join(tarball)), limit) if tarball else None
+    return None if data is None else (manifest, data)
+
+
+def npm_licence(manifest: dict[str, Any]) -> str:
+    """The licence a release's manifest declares (``unknown`` when none)."""
     licence = manifest.get("license") or "unknown"
     if isinstance(licence, dict):
         licence = licence.get("type", "unknown")
+    return str(licence)
+
+
+def _npm(client: httpx.Client, name: str) -> dict[str, str] | None:
+    """The README inside the newest release's tarball (this registry serves packuments without one)."""
+    found = npm_release(client, name)
+    if found is None:
+        return None
+    manifest, tarball = found
     return {
         "name": name,
         "version": manifest.get("version", ""),
-        "license": str(licence),
-        "text": _readme(bytes(body)),
+        "license": npm_licence(manifest),
+        "text": _readme(tarball),
     }
 
 
@@ -147,21 +168,34 @@ def _readme(tarball: bytes) -> str:
 
 def fetch_readmes(ecosystem: str, names: Iterable[str], cache: Path, workers: int = 8) -> int:
     """Fetch each name's README into ``cache/<ecosystem>/``; already cached names are skipped."""
-    target = cache / ecosystem
+    getter = _pypi if ecosystem == "pypi" else _npm
+    return cache_each(cache / ecosystem, names, getter, {"text": ""}, workers=workers)
+
+
+def cache_each(
+    target: Path,
+    names: Iterable[str],
+    getter: Callable[[httpx.Client, str], dict[str, Any] | None],
+    empty: dict[str, Any],
+    timeout: float = 30,
+    workers: int = 8,
+) -> int:
+    """Ask ``getter`` for each name not yet cached in ``target`` (one JSON file a name; ``empty``
+    with the name where it found nothing or failed), ``workers`` at a time. Returns how many
+    were asked for."""
     target.mkdir(parents=True, exist_ok=True)
     todo = [n for n in names if not (target / _file(n)).exists()]
-    getter = _pypi if ecosystem == "pypi" else _npm
 
     def one(client: httpx.Client, name: str) -> None:
         try:
             record = getter(client, name)
-        except (httpx.HTTPError, ValueError):
+        except (httpx.HTTPError, ValueError, KeyError):
             record = None
-        (target / _file(name)).write_text(json.dumps(record or {"name": name, "text": ""}), encoding="utf-8")
+        (target / _file(name)).write_text(json.dumps(record or {"name": name, **empty}), encoding="utf-8")
 
     headers = {"User-Agent": "canary-gate-corpus/1 (training data builder)"}
     with (
-        httpx.Client(timeout=30, headers=headers, follow_redirects=True) as client,
+        httpx.Client(timeout=timeout, headers=headers, follow_redirects=True) as client,
         ThreadPoolExecutor(workers) as pool,
     ):
         list(pool.map(lambda n: one(client, n), todo))
