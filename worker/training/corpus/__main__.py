@@ -33,6 +33,7 @@ import argparse
 import gzip
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -129,14 +130,10 @@ def main(argv: list[str] | None = None) -> None:
             ("pypi", args.pypi_list, args.pypi),
             ("npm", args.npm_list, args.npm),
         ):
-            names = [
-                n
-                for n in registry.popular(listing, ecosystem, count * 2)
-                if not registry.excluded(ecosystem, n, heldout, samples)
-            ]
-            fetched = registry.fetch_readmes(ecosystem, names[:count], args.cache)
+            names = registry.wanted(listing, ecosystem, count, heldout, samples)
+            fetched = registry.fetch_readmes(ecosystem, names, args.cache)
             print(f"{ecosystem}: {fetched} fetched, {count} wanted", flush=True)
-            picked = releases.pick(ecosystem, names[:count], args.releases, build.CARRIER_SHARE)
+            picked = releases.pick(ecosystem, names, args.releases, build.CARRIER_SHARE)
             fetched = releases.fetch_release_diffs(ecosystem, picked, args.cache)
             print(f"{ecosystem}: {fetched} release diffs fetched, {len(picked)} wanted", flush=True)
         return
@@ -178,12 +175,8 @@ def write_governance(args: argparse.Namespace) -> None:
     releases, add the Contributor Covenant's translations, and write their records and counts."""
     heldout, samples = build.exclusions(args.datasets_dir)
     for ecosystem, listing, count in (("pypi", args.pypi_list, args.pypi), ("npm", args.npm_list, args.npm)):
-        names = [
-            n
-            for n in registry.popular(listing, ecosystem, count * 2)
-            if not registry.excluded(ecosystem, n, heldout, samples)
-        ]
-        fetched = governance.fetch_governance(ecosystem, names[:count], args.cache)
+        names = registry.wanted(listing, ecosystem, count, heldout, samples)
+        fetched = governance.fetch_governance(ecosystem, names, args.cache)
         print(f"{ecosystem}: {fetched} archives read, {count} wanted", flush=True)
     documents = governance.cached_documents(args.cache)
     if args.covenant is not None:
@@ -196,7 +189,7 @@ def write_governance(args: argparse.Namespace) -> None:
         args.out,
         "governance",
         governance.FILE_NAME,
-        governance.governance_records(documents, seed=build.SEED, contested=_blocked_early),
+        governance.governance_records(documents, seed=build.SEED, contested=_blocked_early()),
         command="python -m worker.training.corpus governance --covenant contributor_covenant/content/version",
         source=f"{governance.SOURCE}: see worker/training/corpus/governance.py",
         licence="each package's own (its record's license); the Contributor Covenant CC BY 4.0",
@@ -204,12 +197,13 @@ def write_governance(args: argparse.Namespace) -> None:
     )
 
 
-def _blocked_early(text: str) -> bool:
-    """Whether prompt-injection's pre-check blocks ``text`` on its own."""
+def _blocked_early() -> Callable[[str], bool]:
+    """Whether prompt-injection's pre-check (the policy loaded once) blocks a text on its own."""
     from policies.loader import load_policy
     from worker.core.precheck import run_precheck
 
-    return run_precheck(text.encode("utf-8"), load_policy("prompt-injection")).verdict == "harmful"
+    policy = load_policy("prompt-injection")
+    return lambda text: run_precheck(text.encode("utf-8"), policy).verdict == "harmful"
 
 
 def write_behaviours(out: Path) -> None:

@@ -40,7 +40,7 @@ import httpx
 
 from worker.training.corpus import package_parts, registry
 from worker.training.corpus.build import record
-from worker.training.corpus.registry import PYPI_JSON, classifier_licence
+from worker.training.corpus.registry import PYPI_JSON
 from worker.training.corpus.releases import line_slice
 from worker.training.data import GOVERNANCE_FILE
 
@@ -104,9 +104,8 @@ def _pypi(client: httpx.Client, name: str) -> dict[str, Any] | None:
     if data is None:
         return None
     info = meta["info"]
-    licence = info.get("license_expression") or (info.get("license") or "")[:80] or classifier_licence(info)
     kind = "zip" if url.endswith(".zip") else "tar"
-    return {"name": name, "version": info.get("version") or "", "license": licence,
+    return {"name": name, "version": info.get("version") or "", "license": registry.pypi_licence(info),
             "files": archive_documents(data, kind)}  # fmt: skip
 
 

@@ -64,6 +64,16 @@ def excluded(ecosystem: str, name: str, heldout: set[str], releases: set[tuple[s
     return name_digest(ecosystem, name) in heldout or (ecosystem, normalized(ecosystem, name)) in releases
 
 
+def wanted(
+    list_path: Path, ecosystem: str, count: int, heldout: set[str], releases: set[tuple[str, str]]
+) -> list[str]:
+    """The ``count`` most popular names of a package list that may reach the corpus."""
+    names = [
+        n for n in popular(list_path, ecosystem, count * 2) if not excluded(ecosystem, n, heldout, releases)
+    ]
+    return names[:count]
+
+
 def popular(list_path: Path, ecosystem: str, count: int) -> list[str]:
     """The ``count`` most popular names of a package list (PyPI: by rank; npm: by downloads)."""
     rows: list[tuple[float, str]] = []
@@ -87,16 +97,22 @@ def _pypi(client: httpx.Client, name: str) -> dict[str, str] | None:
     if response.status_code != 200:
         return None
     info = response.json()["info"]
-    licence = info.get("license_expression") or (info.get("license") or "")[:80] or classifier_licence(info)
     return {
         "name": name,
         "version": info.get("version") or "",
-        "license": licence,
+        "license": pypi_licence(info),
         "text": info.get("description") or "",
     }
 
 
-def classifier_licence(info: dict[str, Any]) -> str:
+def pypi_licence(info: dict[str, Any]) -> str:
+    """The licence a PyPI release's ``info`` declares: its expression, its licence text's start,
+    else its trove classifier (``unknown`` when none)."""
+    expression: str = info.get("license_expression") or (info.get("license") or "")[:80]
+    return expression or _classifier_licence(info)
+
+
+def _classifier_licence(info: dict[str, Any]) -> str:
     for classifier in info.get("classifiers") or []:
         if isinstance(classifier, str) and classifier.startswith("License ::"):
             return classifier.rsplit("::", 1)[-1].strip()
